@@ -1,0 +1,39 @@
+# Claimwatch: `make run` serves the whole thing at http://127.0.0.1:8000, `make test` tests it.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint format install migrate model worker beat web demo clean-var
+
+$(STAMP): requirements.txt requirements-dev.txt
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 ($(PYTHON)) is required"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+migrate: $(STAMP)
+	$(PY) manage.py migrate --noinput
+
+# Trains (with a progress bar) and activates a classifier only when no version is active.
+model: migrate
+	$(PY) manage.py ensure_model
+
+run: model
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+	$(VENV)/bin/honcho -f Procfile.dev start
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) manage.py makemigrations --check --dry-run
+
+format: $(STAMP)
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .

@@ -1,0 +1,70 @@
+"""Constants and choices of the scoring app, in one place."""
+
+from django.db import models
+
+NO_CLAIM = "no_claim"
+# Class order of the classifier head. Index 0 is no_claim; the claim codes follow in this order.
+CLAIM_TYPE_CODES: tuple[str, ...] = (
+    "guaranteed_returns",
+    "risk_free",
+    "performance_forecast",
+    "regulatory_endorsement",
+)
+CLASS_LABELS: tuple[str, ...] = (NO_CLAIM, *CLAIM_TYPE_CODES)
+
+
+class MessageStatus(models.TextChoices):
+    RECEIVED = "received", "Received"
+    QUEUED = "queued", "Queued for scoring"
+    SCORED = "scored", "Scored"
+    EXPLAINED = "explained", "Explained"
+    IN_REVIEW = "in_review", "In review"
+    ESCALATED = "escalated", "Escalated"
+    DECIDED = "decided", "Decided"
+    CLEARED = "cleared", "Cleared"
+    FAILED = "failed", "Failed"
+
+
+# Allowed status transitions. Anything else is a bug and raises InvalidTransition.
+TRANSITIONS: dict[str, frozenset[str]] = {
+    MessageStatus.RECEIVED: frozenset({MessageStatus.QUEUED, MessageStatus.FAILED}),
+    MessageStatus.QUEUED: frozenset({MessageStatus.QUEUED, MessageStatus.SCORED, MessageStatus.FAILED}),
+    MessageStatus.SCORED: frozenset(
+        {MessageStatus.EXPLAINED, MessageStatus.CLEARED, MessageStatus.IN_REVIEW, MessageStatus.FAILED}
+    ),
+    MessageStatus.EXPLAINED: frozenset({MessageStatus.IN_REVIEW}),
+    MessageStatus.IN_REVIEW: frozenset({MessageStatus.DECIDED, MessageStatus.ESCALATED}),
+    MessageStatus.ESCALATED: frozenset({MessageStatus.DECIDED}),
+    MessageStatus.DECIDED: frozenset({MessageStatus.ESCALATED}),
+    MessageStatus.CLEARED: frozenset(),
+    MessageStatus.FAILED: frozenset({MessageStatus.QUEUED}),
+}
+
+# Which timestamp field records entry into a status.
+STATUS_TIMESTAMP_FIELD: dict[str, str] = {
+    MessageStatus.QUEUED: "queued_at",
+    MessageStatus.SCORED: "scored_at",
+    MessageStatus.EXPLAINED: "explained_at",
+    MessageStatus.IN_REVIEW: "in_review_at",
+    MessageStatus.ESCALATED: "escalated_at",
+    MessageStatus.DECIDED: "decided_at",
+    MessageStatus.CLEARED: "cleared_at",
+    MessageStatus.FAILED: "failed_at",
+}
+
+
+class Channel(models.TextChoices):
+    EMAIL = "email", "Email"
+    CHAT = "chat", "Chat"
+    SMS = "sms", "SMS"
+    OTHER = "other", "Other"
+
+
+class RouteReason(models.TextChoices):
+    """Why a scored message went where it went."""
+
+    MODEL_FLAG = "model_flag", "Model score at or above threshold"
+    RULE_HIT = "rule_hit", "Rule matched"
+    MODEL_AND_RULE = "model_and_rule", "Model flag and rule match"
+    QA_SAMPLE = "qa_sample", "Random QA sample below threshold"
+    CLEARED = "cleared", "Below threshold, no rule"

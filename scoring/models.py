@@ -1,0 +1,245 @@
+"""Scoring data: claim types, rules, model versions, messages and their predictions."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from scoring.constants import Channel, MessageStatus, RouteReason
+
+
+class ClaimType(models.Model):
+    """A regulated claim type. `code` is stable (it is a class of the classifier and is
+    referenced by rules, predictions and decisions); name and description are editable."""
+
+    code = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=120)
+    description = models.TextField(blank=True)
+    position = models.PositiveSmallIntegerField(
+        unique=True, help_text="1-4: keyboard shortcut and display order."
+    )
+
+    class Meta:
+        ordering = ["position"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class RuleSet(models.Model):
+    """A numbered, immutable-once-published set of rules. Exactly one set is active; a
+    RuleMatch records the set version it came from, so old matches stay explainable."""
+
+    version = models.PositiveIntegerField(unique=True)
+    is_active = models.BooleanField(default=False)
+    note = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["is_active"], condition=Q(is_active=True), name="one_active_rule_set"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"Rule set v{self.version}{' (active)' if self.is_active else ''}"
+
+
+class Rule(models.Model):
+    """A phrase rule: `pattern` is a case-insensitive regular expression over the text.
+    Optional `context_terms` must occur within `context_window` words of the match; with
+    `negation_guard` a negation word just before the match suppresses it."""
+
+    rule_set = models.ForeignKey(RuleSet, on_delete=models.CASCADE, related_name="rules")
+    code = models.SlugField(max_length=64, help_text="Stable rule id, e.g. GR-001.")
+    claim_type = models.ForeignKey(ClaimType, on_delete=models.PROTECT, related_name="rules")
+    pattern = models.CharField(max_length=500)
+    context_terms = models.JSONField(default=list, blank=True)
+    context_window = models.PositiveSmallIntegerField(default=8)
+    negation_guard = models.BooleanField(default=True)
+    enabled = models.BooleanField(default=True)
+    description = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["rule_set", "code"]
+        constraints = [models.UniqueConstraint(fields=["rule_set", "code"], name="unique_rule_code_per_set")]
+
+    def __str__(self) -> str:
+        return f"{self.code} v{self.rule_set.version}"
+
+
+class ModelVersion(models.Model):
+    """A trained classifier artifact plus the threshold it routes with.
+
+    A threshold is never edited in place: a new threshold is a new version that shares the
+    artifact (`artifact_path`, `artifact_sha256`) and points at its `parent`."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    base_model = models.CharField(max_length=300)
+    artifact_path = models.CharField(max_length=500)
+    artifact_sha256 = models.CharField(max_length=64)
+    corpus_sha256 = models.CharField(max_length=64)
+    labels = models.JSONField(help_text="Class labels in head order; index 0 is no_claim.")
+    hyperparameters = models.JSONField(default=dict)
+    threshold = models.FloatField()
+    threshold_rule = models.CharField(max_length=300)
+    metrics = models.JSONField(default=dict)
+    extra_data = models.JSONField(
+        default=list, blank=True, help_text="Extra training files: [{path, sha256, rows}]."
+    )
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="threshold_variants"
+    )
+    is_active = models.BooleanField(default=False)
+    is_shadow = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    activated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["is_active"], condition=Q(is_active=True), name="one_active_model_version"
+            ),
+            models.CheckConstraint(
+                condition=Q(threshold__gte=0.0) & Q(threshold__lte=1.0), name="threshold_in_unit_range"
+            ),
+            models.CheckConstraint(
+                condition=~(Q(is_active=True) & Q(is_shadow=True)), name="active_is_not_shadow"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ModelActivation(models.Model):
+    """Who activated which version, when, why, with the metrics at that moment. Rolling back
+    is an activation of the older version, recorded the same way."""
+
+    model_version = models.ForeignKey(ModelVersion, on_delete=models.PROTECT, related_name="activations")
+    previous = models.ForeignKey(
+        ModelVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    activated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    activated_at = models.DateTimeField(auto_now_add=True)
+    reason = models.TextField()
+    metrics = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["-activated_at"]
+        get_latest_by = "activated_at"
+
+    def __str__(self) -> str:
+        return f"{self.model_version} at {self.activated_at:%Y-%m-%d %H:%M}"
+
+
+class Message(models.Model):
+    """An ingested message. It is persisted before anything else happens and moves through
+    explicit status transitions (scoring.constants.TRANSITIONS), each with its timestamp."""
+
+    external_id = models.CharField(max_length=200, unique=True)
+    body = models.TextField()
+    body_sha256 = models.CharField(max_length=64)
+    sender = models.CharField(max_length=300, blank=True)
+    channel = models.CharField(max_length=16, choices=Channel.choices, default=Channel.OTHER)
+    received_at = models.DateTimeField()
+    status = models.CharField(max_length=16, choices=MessageStatus.choices, default=MessageStatus.RECEIVED)
+    status_reason = models.TextField(blank=True)
+    route_reason = models.CharField(max_length=16, choices=RouteReason.choices, blank=True)
+    is_qa_sample = models.BooleanField(default=False)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    scored_at = models.DateTimeField(null=True, blank=True)
+    explained_at = models.DateTimeField(null=True, blank=True)
+    in_review_at = models.DateTimeField(null=True, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    cleared_at = models.DateTimeField(null=True, blank=True)
+    failed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["status", "updated_at"], name="message_status_updated"),
+            models.Index(fields=["received_at"], name="message_received"),
+            models.Index(fields=["-created_at", "-id"], name="message_created_desc"),
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class Prediction(models.Model):
+    """One model version's score of one message, with the threshold in force at that time.
+    Shadow predictions (a challenger's) route nothing."""
+
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="predictions")
+    model_version = models.ForeignKey(ModelVersion, on_delete=models.PROTECT, related_name="predictions")
+    score = models.FloatField()
+    claim_type = models.ForeignKey(
+        ClaimType,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="Argmax over the claim classes (set whatever the score).",
+    )
+    probabilities = models.JSONField(help_text="{label: probability} of the window that scored max.")
+    window_scores = models.JSONField(default=list, help_text="[{start, end, score}] per token window.")
+    threshold = models.FloatField()
+    flagged = models.BooleanField()
+    is_shadow = models.BooleanField(default=False)
+    latency_ms = models.FloatField(help_text="Model time for this message's batch, per message.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["message", "model_version"], name="one_prediction_per_message_version"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["model_version", "created_at"], name="prediction_version_time"),
+            models.Index(fields=["created_at"], name="prediction_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.message_id}@{self.model_version_id}: {self.score:.3f}"
+
+
+class RuleMatch(models.Model):
+    """A rule hit on a message: which rule (code and rule-set version), where, what text."""
+
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="rule_matches")
+    rule = models.ForeignKey(Rule, on_delete=models.PROTECT, related_name="matches")
+    rule_code = models.SlugField(max_length=64)
+    rule_set_version = models.PositiveIntegerField()
+    claim_type = models.ForeignKey(ClaimType, on_delete=models.PROTECT, related_name="+")
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["message", "start"]
+        constraints = [
+            models.UniqueConstraint(fields=["message", "rule", "start"], name="unique_rule_match_position"),
+            models.CheckConstraint(condition=Q(end__gt=models.F("start")), name="rule_match_span"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rule_code}@{self.start}-{self.end}"

@@ -1,0 +1,51 @@
+"""Shared fixtures: the personas of the brief's role table, and service availability."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from reviews.roles import Role
+from tests.factories import UserFactory
+
+PASSWORD = "correct-horse-battery-staple"
+
+
+@pytest.fixture
+def reviewer(db):
+    return UserFactory(username="rita_reviewer", role=Role.REVIEWER)
+
+
+@pytest.fixture
+def second_reviewer(db):
+    return UserFactory(username="rob_reviewer", role=Role.REVIEWER)
+
+
+@pytest.fixture
+def auditor(db):
+    return UserFactory(username="ada_auditor", role=Role.AUDITOR)
+
+
+@pytest.fixture
+def admin_user(db):
+    return UserFactory(username="carl_admin", role=Role.COMPLIANCE_ADMIN)
+
+
+@pytest.fixture
+def service_account(db):
+    return UserFactory(username="ingest_bot", role=Role.INGEST_SERVICE)
+
+
+@pytest.fixture
+def outsider(db):
+    return UserFactory(username="oscar_outsider")
+
+
+def require_or_skip(available: bool, what: str, env_flag: str) -> None:
+    """Skip when a local service is missing, unless CI demands it (then fail loudly)."""
+    if available:
+        return
+    if os.environ.get(env_flag) == "1":
+        pytest.fail(f"{what} is required here ({env_flag}=1) but is not available")
+    pytest.skip(f"{what} is not available")

@@ -1,0 +1,37 @@
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from compliance_site import settings as site_settings
+
+
+def test_env_int_rejects_a_non_integer(monkeypatch):
+    monkeypatch.setenv("SOME_INT", "ten")
+    with pytest.raises(ImproperlyConfigured, match="SOME_INT"):
+        site_settings.env_int("SOME_INT", 1)
+
+
+def test_env_bool_rejects_an_ambiguous_value(monkeypatch):
+    monkeypatch.setenv("SOME_BOOL", "maybe")
+    with pytest.raises(ImproperlyConfigured, match="not a boolean"):
+        site_settings.env_bool("SOME_BOOL", True)
+
+
+def test_env_float_rejects_a_value_out_of_range(monkeypatch):
+    monkeypatch.setenv("SOME_RATE", "1.5")
+    with pytest.raises(ImproperlyConfigured, match="within"):
+        site_settings.env_float("SOME_RATE", 0.1, low=0.0, high=1.0)
+
+
+def test_env_str_without_default_is_required(monkeypatch):
+    monkeypatch.delenv("MISSING_THING", raising=False)
+    with pytest.raises(ImproperlyConfigured, match="MISSING_THING is required"):
+        site_settings.env_str("MISSING_THING")
+
+
+@pytest.mark.django_db
+def test_healthz_reports_each_check_and_503_without_an_active_model(client):
+    response = client.get("/healthz")
+    body = response.json()
+    assert response.status_code == 503
+    assert body["checks"]["database"]["ok"] is True
+    assert body["checks"]["model"] == {"ok": False, "error": "no active model version"}
