@@ -156,6 +156,18 @@ class Message(models.Model):
     status_reason = models.TextField(blank=True)
     route_reason = models.CharField(max_length=16, choices=RouteReason.choices, blank=True)
     is_qa_sample = models.BooleanField(default=False)
+    has_rule_hit = models.BooleanField(default=False)
+    routing_prediction = models.ForeignKey(
+        "Prediction",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The active model's prediction that routed this message (never a shadow one).",
+    )
+    queue_score = models.FloatField(
+        null=True, blank=True, help_text="Routing score, denormalised for the review queue order."
+    )
     attempts = models.PositiveSmallIntegerField(default=0)
     submitted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -177,6 +189,7 @@ class Message(models.Model):
             models.Index(fields=["status", "updated_at"], name="message_status_updated"),
             models.Index(fields=["received_at"], name="message_received"),
             models.Index(fields=["-created_at", "-id"], name="message_created_desc"),
+            models.Index(fields=["status", "-queue_score", "received_at", "id"], name="message_queue_order"),
         ]
 
     def __str__(self) -> str:
