@@ -106,6 +106,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_filters",
     "django_htmx",
     "csp",
@@ -239,8 +240,9 @@ CONTENT_SECURITY_POLICY = {
 # --- REST API ------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
+        # Token first: its WWW-Authenticate header makes a bad/missing credential a 401.
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -255,6 +257,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Ingest messages, read predictions, explanations and review decisions.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from the sidecar package's static files: no CDN, works on a closed network.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 # Request bodies: the API limits a message body to MAX_BODY_CHARS; the raw request cap leaves
 # room for a full bulk request of such messages' JSON.
@@ -273,6 +279,7 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "data_folder_out": str(BROKER_DIR / "queue"),
         "processed_folder": str(BROKER_DIR / "processed"),
         "store_processed": False,
+        "polling_interval": 0.2,
     }
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -294,12 +301,26 @@ CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT",
 CELERY_TASK_PUBLISH_RETRY = False
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+CELERY_WORKER_TORCH_THREADS = env_int("CELERY_WORKER_TORCH_THREADS", 0, minimum=0)  # 0: torch decides
 
 # --- Pipeline ----------------------------------------------------------------------------------
 SCORING_BATCH_SIZE = env_int("SCORING_BATCH_SIZE", 64, minimum=1)
 EXPLAIN_BATCH_SIZE = env_int("EXPLAIN_BATCH_SIZE", 8, minimum=1)
-SWEEP_INTERVAL_SECONDS = env_float("SWEEP_INTERVAL_SECONDS", 2.0, low=0.1)
+# Queues: scoring and explaining run on GPU workers (`-Q gpu`), everything else on `default`.
+SCORING_QUEUE = env_str("SCORING_QUEUE", "gpu")
+EXPLAIN_QUEUE = env_str("EXPLAIN_QUEUE", "gpu")
+SWEEP_INTERVAL_SECONDS = env_float("SWEEP_INTERVAL_SECONDS", 5.0, low=0.1)
+# A `received` message older than this was not published (broker down): the sweeper queues it.
+SWEEP_GRACE_SECONDS = env_float("SWEEP_GRACE_SECONDS", 3.0, low=0.0)
+# A `queued`/`scored` message older than this lost its task: the sweeper re-enqueues it.
 STUCK_AFTER_SECONDS = env_int("STUCK_AFTER_SECONDS", 120, minimum=1)
+CELERY_BEAT_SCHEDULE = {
+    "sweep-pipeline": {
+        "task": "scoring.tasks.sweep",
+        "schedule": SWEEP_INTERVAL_SECONDS,
+        "options": {"expires": SWEEP_INTERVAL_SECONDS * 2},
+    },
+}
 MAX_ATTEMPTS = env_int("MAX_ATTEMPTS", 5, minimum=1)
 QA_SAMPLE_RATE = env_float("QA_SAMPLE_RATE", 0.02, low=0.0, high=1.0)
 

@@ -1,0 +1,40 @@
+"""A JSON parser that tells bad bodies apart: empty, not UTF-8, not JSON.
+
+(A body over DATA_UPLOAD_MAX_MEMORY_SIZE never reaches the parser: Django refuses to read it
+and compliance_site.api_errors turns that into a 413.)"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+
+from compliance_site.api_errors import ApiError
+
+
+class StrictJSONParser(JSONParser):
+    """Decodes strictly as UTF-8 and parses strict JSON (no NaN/Infinity), raising an error
+    with a specific code for each way it can fail."""
+
+    def parse(self, stream, media_type=None, parser_context=None) -> Any:
+        raw = stream.read() if stream is not None else b""
+        if not raw.strip():
+            raise ApiError(status_code=400, code="empty_body", message="The request body is empty.")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ApiError(
+                status_code=400,
+                code="invalid_encoding",
+                message=f"The request body is not valid UTF-8 (byte {exc.start}).",
+            ) from exc
+        try:
+            return json.loads(text, parse_constant=_reject_constant)
+        except ValueError as exc:
+            raise ParseError(f"The request body is not valid JSON: {exc}") from exc
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not valid JSON")

@@ -1,0 +1,22 @@
+"""Celery tasks of the explanation step (gpu queue): thin wrappers around one service."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import InterfaceError, OperationalError
+
+
+@shared_task(
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=5,
+)
+def explain_batch(self, message_ids: list[int]) -> dict[str, int]:
+    """Explain flagged messages and move them to review (see explanations.services)."""
+    from explanations.services import messages_explain_batch
+
+    return messages_explain_batch(message_ids=message_ids)

@@ -1,0 +1,204 @@
+"""Ingestion: a message is persisted before anything else happens, and never twice.
+
+`external_id` is the idempotency key: the same id with the same body returns the stored
+message; the same id with a different body is a conflict. Scoring is requested only after
+the transaction commits; when the broker is down the message simply stays `received` and the
+sweeper queues it later (scoring.services.pipeline.messages_sweep)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from scoring.constants import Channel
+from scoring.errors import ScoringError
+from scoring.models import Message
+
+
+class IngestConflict(ScoringError):
+    """The external id is already stored with a different body."""
+
+
+class IngestInvalid(ScoringError):
+    """The message itself is not acceptable (empty or oversized body, bad field)."""
+
+    def __init__(self, message: str, *, code: str = "invalid", field: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.field = field
+
+
+@dataclass(frozen=True)
+class IncomingMessage:
+    external_id: str
+    body: str
+    sender: str = ""
+    channel: str = Channel.OTHER
+    received_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class IngestOutcome:
+    message: Message
+    created: bool
+
+
+def body_sha256(body: str) -> str:
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def validate_incoming(item: IncomingMessage) -> None:
+    """Domain checks shared by the API, the bulk API and the file import."""
+    if not item.external_id or not item.external_id.strip():
+        raise IngestInvalid("external_id must be a non-empty string.", field="external_id")
+    if len(item.external_id) > 200:
+        raise IngestInvalid("external_id is longer than 200 characters.", field="external_id")
+    if not item.body or not item.body.strip():
+        raise IngestInvalid("body must contain text.", code="empty_body", field="body")
+    if len(item.body) > settings.MAX_BODY_CHARS:
+        raise IngestInvalid(
+            f"body has {len(item.body):,} characters; the limit is {settings.MAX_BODY_CHARS:,}.",
+            code="too_large",
+            field="body",
+        )
+    if "\x00" in item.body:
+        raise IngestInvalid("body contains a NUL character.", field="body")
+    if item.channel not in Channel.values:
+        raise IngestInvalid(f"channel must be one of {', '.join(Channel.values)}.", field="channel")
+    if len(item.sender) > 300:
+        raise IngestInvalid("sender is longer than 300 characters.", field="sender")
+
+
+def _new_message(item: IncomingMessage, submitted_by: AbstractBaseUser | None) -> Message:
+    return Message(
+        external_id=item.external_id,
+        body=item.body,
+        body_sha256=body_sha256(item.body),
+        sender=item.sender,
+        channel=item.channel,
+        received_at=item.received_at or timezone.now(),
+        submitted_by=submitted_by if submitted_by is not None and submitted_by.pk else None,
+    )
+
+
+def _existing_outcome(existing: Message, item: IncomingMessage) -> IngestOutcome:
+    if existing.body_sha256 != body_sha256(item.body):
+        raise IngestConflict(
+            f"external_id {item.external_id!r} is already stored with a different body "
+            f"(message {existing.pk}); a message is immutable once ingested."
+        )
+    return IngestOutcome(message=existing, created=False)
+
+
+def _request_scoring(message_ids: list[int]) -> None:
+    if not message_ids:
+        return
+    from scoring.services.pipeline import messages_enqueue_scoring
+
+    transaction.on_commit(lambda: messages_enqueue_scoring(message_ids=message_ids))
+
+
+def message_ingest(*, item: IncomingMessage, submitted_by: AbstractBaseUser | None = None) -> IngestOutcome:
+    """Store one message (or return the identical stored one) and request its scoring after
+    commit. Raises IngestInvalid for a bad message and IngestConflict for a reused external id
+    with another body. Safe under concurrency: the unique external_id decides who created it."""
+    validate_incoming(item)
+    existing = Message.objects.filter(external_id=item.external_id).first()
+    if existing is not None:
+        return _existing_outcome(existing, item)
+    try:
+        with transaction.atomic():
+            message = _new_message(item, submitted_by)
+            message.save()
+            _request_scoring([message.pk])
+    except IntegrityError:
+        # Another request created the same external_id between our read and our insert.
+        existing = Message.objects.get(external_id=item.external_id)
+        return _existing_outcome(existing, item)
+    return IngestOutcome(message=message, created=True)
+
+
+@dataclass(frozen=True)
+class BulkItemResult:
+    index: int
+    status: str  # created | duplicate | error
+    message: Message | None = None
+    error_code: str = ""
+    error: str = ""
+    field: str | None = None
+
+
+def messages_ingest_bulk(
+    *, items: Sequence[IncomingMessage | IngestInvalid], submitted_by: AbstractBaseUser | None = None
+) -> list[BulkItemResult]:
+    """Store many messages in one transaction; each item gets its own result (created,
+    duplicate, or error with its reason) and one bad item does not reject the others.
+    `items` may already contain IngestInvalid for entries that failed parsing upstream.
+    New messages are queued for scoring in batches after commit."""
+    results: dict[int, BulkItemResult] = {}
+    candidates: list[tuple[int, IncomingMessage]] = []
+    for index, item in enumerate(items):
+        if isinstance(item, IngestInvalid):
+            results[index] = BulkItemResult(
+                index, "error", error_code=item.code, error=str(item), field=item.field
+            )
+            continue
+        try:
+            validate_incoming(item)
+        except IngestInvalid as exc:
+            results[index] = BulkItemResult(
+                index, "error", error_code=exc.code, error=str(exc), field=exc.field
+            )
+            continue
+        candidates.append((index, item))
+
+    existing = Message.objects.in_bulk([item.external_id for _, item in candidates], field_name="external_id")
+    to_create: dict[str, tuple[int, IncomingMessage, Message]] = {}
+    for index, item in candidates:
+        stored = existing.get(item.external_id)
+        pending = to_create.get(item.external_id)
+        if stored is None and pending is not None:
+            stored = pending[2]
+        if stored is not None:
+            if stored.body_sha256 == body_sha256(item.body):
+                results[index] = BulkItemResult(index, "duplicate", message=stored)
+            else:
+                results[index] = BulkItemResult(
+                    index,
+                    "error",
+                    error_code="conflict",
+                    error=f"external_id {item.external_id!r} is already stored with a different body.",
+                    field="external_id",
+                )
+            continue
+        to_create[item.external_id] = (index, item, _new_message(item, submitted_by))
+
+    if to_create:
+        try:
+            with transaction.atomic():
+                created = Message.objects.bulk_create([entry[2] for entry in to_create.values()])
+                _request_scoring([m.pk for m in created])
+        except IntegrityError:
+            # A concurrent request inserted some of these ids: fall back to one at a time,
+            # which resolves each against what is stored now.
+            for index, item, _ in to_create.values():
+                try:
+                    outcome = message_ingest(item=item, submitted_by=submitted_by)
+                    results[index] = BulkItemResult(
+                        index, "created" if outcome.created else "duplicate", message=outcome.message
+                    )
+                except IngestConflict as exc:
+                    results[index] = BulkItemResult(
+                        index, "error", error_code="conflict", error=str(exc), field="external_id"
+                    )
+        else:
+            for (index, _, _), message in zip(to_create.values(), created, strict=True):
+                results[index] = BulkItemResult(index, "created", message=message)
+    return [results[i] for i in range(len(items))]

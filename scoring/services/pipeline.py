@@ -1,0 +1,345 @@
+"""The scoring pipeline: enqueue, score in batches, route, and sweep what got stuck.
+
+Exactly-once scoring rests on three guards rather than on the broker: a message is scored
+only from `received`/`queued` (an atomic conditional claim), a Prediction is unique per
+(message, model version), and all writes of a batch happen in one transaction. A task that is
+delivered twice (a killed worker, a sweeper re-enqueue) therefore finds nothing left to do."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from scoring import routing
+from scoring.constants import MessageStatus
+from scoring.errors import ModelNotReady, ScoringInputError
+from scoring.models import ClaimType, Message, ModelVersion, Prediction, RuleMatch
+
+logger = logging.getLogger(__name__)
+
+SCORABLE = (MessageStatus.RECEIVED, MessageStatus.QUEUED)
+
+
+def _chunks(ids: Sequence[int], size: int) -> Iterable[list[int]]:
+    for start in range(0, len(ids), size):
+        yield list(ids[start : start + size])
+
+
+def messages_enqueue_scoring(*, message_ids: Sequence[int]) -> int:
+    """Publish scoring tasks of up to SCORING_BATCH_SIZE ids and mark those messages queued.
+
+    A message is marked queued only after its task was published; when the broker is down
+    the publish fails, the message stays `received`, and the sweeper tries again later.
+    Returns the number of messages published."""
+    from scoring.tasks import score_batch
+
+    published = 0
+    for chunk in _chunks(list(message_ids), settings.SCORING_BATCH_SIZE):
+        try:
+            score_batch.apply_async(args=[chunk], queue=settings.SCORING_QUEUE, retry=False)
+        except Exception as exc:
+            logger.warning("broker unavailable, %d messages stay received: %s", len(chunk), exc)
+            return published
+        Message.objects.filter(id__in=chunk, status=MessageStatus.RECEIVED).update(
+            status=MessageStatus.QUEUED, queued_at=timezone.now(), updated_at=timezone.now()
+        )
+        published += len(chunk)
+    return published
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    received_enqueued: int
+    stuck_requeued: int
+    failed: int
+    explanations_requeued: int
+
+
+def messages_sweep(*, now=None, limit: int = 20_000) -> SweepResult:
+    """Re-enqueue work that waits too long, so a broker outage delays work but never loses it:
+    `received` messages older than the grace period (their publish failed or never ran),
+    `queued` messages older than STUCK_AFTER_SECONDS (their task was lost; after MAX_ATTEMPTS
+    they fail with a reason), and flagged `scored` messages whose explanation never came."""
+    now = now or timezone.now()
+    grace = now - timedelta(seconds=settings.SWEEP_GRACE_SECONDS)
+    stuck_before = now - timedelta(seconds=settings.STUCK_AFTER_SECONDS)
+
+    received_ids = list(
+        Message.objects.filter(status=MessageStatus.RECEIVED, created_at__lt=grace)
+        .order_by("id")
+        .values_list("id", flat=True)[:limit]
+    )
+    received_enqueued = messages_enqueue_scoring(message_ids=received_ids) if received_ids else 0
+
+    if not ModelVersion.objects.filter(is_active=True).exists():
+        # Without an active model nothing can be scored: waiting is not a failure of the
+        # message, so attempts are not counted until a version is activated.
+        return SweepResult(received_enqueued, 0, 0, 0)
+    stuck = Message.objects.filter(status=MessageStatus.QUEUED, queued_at__lt=stuck_before)
+    failed = Message.objects.filter(
+        id__in=stuck.filter(attempts__gte=settings.MAX_ATTEMPTS).values("id")
+    ).update(
+        status=MessageStatus.FAILED,
+        failed_at=now,
+        updated_at=now,
+        status_reason=f"not scored after {settings.MAX_ATTEMPTS} attempts (task lost or worker down)",
+    )
+    stuck_ids = list(stuck.order_by("id").values_list("id", flat=True)[:limit])
+    stuck_requeued = 0
+    if stuck_ids:
+        from django.db.models import F
+
+        Message.objects.filter(id__in=stuck_ids, status=MessageStatus.QUEUED).update(
+            attempts=F("attempts") + 1, queued_at=now, updated_at=now
+        )
+        # Re-publishing marks nothing (they are queued already); a failed publish leaves them
+        # queued with a fresh timestamp, to be tried again after another STUCK_AFTER period.
+        from scoring.tasks import score_batch
+
+        for chunk in _chunks(stuck_ids, settings.SCORING_BATCH_SIZE):
+            try:
+                score_batch.apply_async(args=[chunk], queue=settings.SCORING_QUEUE, retry=False)
+            except Exception as exc:
+                logger.warning("broker unavailable while sweeping: %s", exc)
+                break
+            stuck_requeued += len(chunk)
+
+    explanations_requeued = _sweep_explanations(stuck_before=stuck_before, limit=limit)
+    return SweepResult(received_enqueued, stuck_requeued, failed, explanations_requeued)
+
+
+def _sweep_explanations(*, stuck_before, limit: int) -> int:
+    waiting = list(
+        Message.objects.filter(status=MessageStatus.SCORED, scored_at__lt=stuck_before)
+        .order_by("id")
+        .values_list("id", flat=True)[:limit]
+    )
+    if not waiting:
+        return 0
+    Message.objects.filter(id__in=waiting, status=MessageStatus.SCORED).update(scored_at=timezone.now())
+    return messages_enqueue_explanation(message_ids=waiting)
+
+
+def messages_enqueue_explanation(*, message_ids: Sequence[int]) -> int:
+    """Publish explanation tasks in batches of EXPLAIN_BATCH_SIZE; a failed publish is left to
+    the sweeper (the messages stay `scored`)."""
+    from explanations.tasks import explain_batch
+
+    published = 0
+    for chunk in _chunks(list(message_ids), settings.EXPLAIN_BATCH_SIZE):
+        try:
+            explain_batch.apply_async(args=[chunk], queue=settings.EXPLAIN_QUEUE, retry=False)
+        except Exception as exc:
+            logger.warning("broker unavailable, %d explanations wait for the sweeper: %s", len(chunk), exc)
+            break
+        published += len(chunk)
+    return published
+
+
+def active_model_version() -> ModelVersion:
+    version = ModelVersion.objects.filter(is_active=True).first()
+    if version is None:
+        raise ModelNotReady("No model version is active: run `python manage.py activate_model <version>`.")
+    return version
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    scored: int
+    failed: int
+    skipped: int
+    to_explain: list[int]
+
+
+ScorerFactory = Callable[[ModelVersion], object]
+
+
+def _default_scorer(version: ModelVersion):
+    from scoring.classifier.loading import get_scorer
+
+    return get_scorer(version)
+
+
+def _score_isolating_failures(scorer, bodies: list[str]) -> list[object]:
+    """Score the batch; if it fails as a whole, score one by one so that one bad message
+    fails alone (its exception is returned in its place)."""
+    try:
+        return list(scorer.score(bodies))
+    except Exception as batch_exc:
+        logger.warning("batch scoring failed (%s); isolating messages", batch_exc)
+    results: list[object] = []
+    for body in bodies:
+        try:
+            results.append(scorer.score([body])[0])
+        except Exception as exc:
+            results.append(exc)
+    return results
+
+
+def _lock_scorable(ids: list[int]) -> list[Message]:
+    query = Message.objects.filter(id__in=ids, status__in=SCORABLE)
+    if connection.features.has_select_for_update_skip_locked:
+        query = query.select_for_update(skip_locked=True, of=("self",))
+    return list(query)
+
+
+def messages_score_batch(
+    *, message_ids: Sequence[int], scorer_factory: ScorerFactory = _default_scorer
+) -> BatchOutcome:
+    """Score the given messages with the active model version, match rules, store one
+    Prediction and the RuleMatches per message, and route each one (see scoring.routing).
+
+    Idempotent: messages no longer in received/queued are skipped. A message the scorer
+    refuses is marked failed with the reason without failing the others. Flagged and
+    rule-hit messages are sent to the explanation queue after commit."""
+    from scoring.rules import match as match_rules
+    from scoring.selectors import active_compiled_rules
+
+    version = active_model_version()
+    candidates = list(
+        Message.objects.filter(id__in=list(message_ids), status__in=SCORABLE).only(
+            "id", "body", "external_id"
+        )
+    )
+    if not candidates:
+        return BatchOutcome(0, 0, len(message_ids), [])
+
+    scorer = scorer_factory(version)
+    started = time.perf_counter()
+    results = _score_isolating_failures(scorer, [m.body for m in candidates])
+    per_message_ms = (time.perf_counter() - started) * 1000.0 / len(candidates)
+    compiled_rules = active_compiled_rules()
+    hits = {m.pk: match_rules(m.body, compiled_rules) for m in candidates}
+    by_id = {m.pk: (m, r) for m, r in zip(candidates, results, strict=True)}
+    claim_types = {ct.code: ct for ct in ClaimType.objects.all()}
+
+    scored = failed = 0
+    to_explain: list[int] = []
+    now = timezone.now()
+    with transaction.atomic():
+        mine = _lock_scorable(list(by_id))
+        already = set(
+            Prediction.objects.filter(message_id__in=[m.pk for m in mine], model_version=version).values_list(
+                "message_id", flat=True
+            )
+        )
+        predictions: list[Prediction] = []
+        matches: list[RuleMatch] = []
+        updates: list[Message] = []
+        for message in mine:
+            _, result = by_id[message.pk]
+            if isinstance(result, Exception) or message.pk in already:
+                continue
+            predictions.append(_prediction(message, version, result, per_message_ms, claim_types))
+            matches.extend(_rule_matches(message, hits[message.pk], claim_types))
+        Prediction.objects.bulk_create(predictions)
+        RuleMatch.objects.bulk_create(matches)
+        prediction_of = {p.message_id: p for p in predictions}
+
+        for message in mine:
+            _, result = by_id[message.pk]
+            if isinstance(result, Exception):
+                reason = (
+                    str(result) if isinstance(result, ScoringInputError) else f"scoring error: {result!r}"
+                )
+                message.status, message.status_reason, message.failed_at = MessageStatus.FAILED, reason, now
+                updates.append(message)
+                failed += 1
+                continue
+            prediction = prediction_of.get(message.pk)
+            if prediction is None:  # scored by an earlier delivery that crashed before routing
+                prediction = Prediction.objects.get(message=message, model_version=version)
+            decided = routing.route(
+                score=prediction.score,
+                threshold=prediction.threshold,
+                rule_hit=bool(hits[message.pk]),
+                qa_sample=routing.is_qa_sample(
+                    message.external_id, rate=settings.QA_SAMPLE_RATE, salt=settings.SECRET_KEY
+                ),
+            )
+            message.routing_prediction = prediction
+            message.queue_score = prediction.score
+            message.has_rule_hit = bool(hits[message.pk])
+            message.route_reason = decided.reason
+            message.is_qa_sample = decided.is_qa_sample
+            message.scored_at = now
+            if decided.needs_explanation:
+                message.status = MessageStatus.SCORED
+                to_explain.append(message.pk)
+            elif decided.to_review:
+                message.status, message.in_review_at = MessageStatus.IN_REVIEW, now
+            else:
+                message.status, message.cleared_at = MessageStatus.CLEARED, now
+            updates.append(message)
+            scored += 1
+        for message in updates:
+            message.updated_at = now
+        Message.objects.bulk_update(
+            updates,
+            [
+                "status",
+                "status_reason",
+                "failed_at",
+                "routing_prediction",
+                "queue_score",
+                "has_rule_hit",
+                "route_reason",
+                "is_qa_sample",
+                "scored_at",
+                "in_review_at",
+                "cleared_at",
+                "updated_at",
+            ],
+        )
+        if to_explain:
+            ids = list(to_explain)
+            transaction.on_commit(lambda: messages_enqueue_explanation(message_ids=ids))
+    skipped = len(message_ids) - scored - failed
+    return BatchOutcome(scored, failed, skipped, to_explain)
+
+
+def _prediction(
+    message: Message, version: ModelVersion, result, per_message_ms: float, claim_types
+) -> Prediction:
+    return Prediction(
+        message=message,
+        model_version=version,
+        score=float(result.score),
+        claim_type=claim_types.get(result.claim_type),
+        probabilities={k: float(v) for k, v in result.probabilities.items()},
+        window_scores=[{"start": w.start, "end": w.end, "score": float(w.score)} for w in result.windows],
+        threshold=version.threshold,
+        flagged=float(result.score) >= version.threshold,
+        latency_ms=per_message_ms,
+    )
+
+
+def _rule_matches(message: Message, hits, claim_types) -> list[RuleMatch]:
+    return [
+        RuleMatch(
+            message=message,
+            rule_id=hit.rule_id,
+            rule_code=hit.code,
+            rule_set_version=hit.rule_set_version,
+            claim_type=claim_types[hit.claim_type],
+            start=hit.start,
+            end=hit.end,
+            text=hit.text,
+        )
+        for hit in hits
+    ]
+
+
+def messages_mark_failed(*, message_ids: Sequence[int], reason: str) -> int:
+    """Mark messages that could not be scored for good (a task out of retries)."""
+    now = timezone.now()
+    return Message.objects.filter(id__in=list(message_ids), status__in=SCORABLE).update(
+        status=MessageStatus.FAILED, status_reason=reason, failed_at=now, updated_at=now
+    )

@@ -1,0 +1,243 @@
+"""The ingestion API: good input is stored once; bad input gets a specific 4xx and writes nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import override_settings
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from scoring.models import Message
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/messages/"
+BULK_URL = "/api/messages/bulk/"
+
+
+@pytest.fixture
+def api(service_account):
+    client = APIClient()
+    token = Token.objects.create(user=service_account)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+def post_raw(api, url, raw: bytes | str, content_type="application/json"):
+    return api.generic("POST", url, data=raw, content_type=content_type)
+
+
+def good(external_id="m-1", body="Our fund guarantees 12% returns every year."):
+    return {"external_id": external_id, "body": body, "sender": "advisor@example.test", "channel": "email"}
+
+
+def error_code(response) -> str:
+    return response.json()["error"]["code"]
+
+
+# --- the happy paths --------------------------------------------------------------------
+
+
+def test_posting_a_message_stores_it_and_answers_202_with_its_url(api):
+    response = api.post(URL, good(), format="json")
+
+    assert response.status_code == 202
+    body = response.json()
+    message = Message.objects.get()
+    assert body == {
+        "id": message.pk,
+        "external_id": "m-1",
+        "status": "received",
+        "url": f"/api/messages/{message.pk}/",
+    }
+    assert message.channel == "email" and message.sender == "advisor@example.test"
+
+
+def test_the_same_message_posted_again_answers_200_with_the_stored_one(api):
+    first = api.post(URL, good(), format="json").json()
+
+    again = api.post(URL, good(), format="json")
+
+    assert again.status_code == 200
+    assert again.json()["id"] == first["id"]
+    assert Message.objects.count() == 1
+
+
+def test_a_reused_external_id_with_a_different_body_is_a_409_conflict(api):
+    api.post(URL, good(), format="json")
+
+    response = api.post(URL, good(body="Something else entirely."), format="json")
+
+    assert response.status_code == 409
+    assert error_code(response) == "conflict"
+    assert "different body" in response.json()["error"]["message"]
+    assert Message.objects.get().body.startswith("Our fund")
+
+
+def test_bulk_ingest_reports_one_result_per_item_and_one_bad_item_rejects_nothing_else(api):
+    items = [good("b-1"), {"external_id": "b-2", "body": ""}, good("b-3"), good("b-1"), "not an object"]
+
+    response = api.post(BULK_URL, {"messages": items}, format="json")
+
+    assert response.status_code == 202
+    body = response.json()
+    assert [r["result"] for r in body["results"]] == ["created", "error", "created", "duplicate", "error"]
+    assert body["results"][1]["error"]["code"] == "empty_body"
+    assert body["results"][1]["index"] == 1
+    assert body["results"][3]["id"] == body["results"][0]["id"]
+    assert (body["created"], body["duplicates"], body["errors"]) == (2, 1, 2)
+    assert set(Message.objects.values_list("external_id", flat=True)) == {"b-1", "b-3"}
+
+
+def test_bulk_ingest_flags_a_conflicting_duplicate_inside_one_request(api):
+    items = [good("c-1"), good("c-1", body="A different body.")]
+
+    body = api.post(BULK_URL, {"messages": items}, format="json").json()
+
+    assert [r["result"] for r in body["results"]] == ["created", "error"]
+    assert body["results"][1]["error"]["code"] == "conflict"
+    assert Message.objects.count() == 1
+
+
+def test_a_compliance_admin_may_ingest_too(admin_user):
+    client = APIClient()
+    client.force_authenticate(admin_user)
+
+    assert client.post(URL, good(), format="json").status_code == 202
+
+
+# --- bad input: a specific 4xx, a JSON error, nothing written ----------------------------
+
+
+def j(**fields) -> str:
+    return json.dumps(fields)
+
+
+BAD_SINGLE = [
+    ("invalid JSON", b'{"external_id": "x", "body": ', 400, "invalid_json"),
+    ("JSON with NaN", b'{"external_id": "x", "body": NaN}', 400, "invalid_json"),
+    (
+        "non-UTF-8 bytes",
+        j(external_id="x", body="caf\u00e9").encode().replace(b"\\u00e9", b"\xe9"),
+        400,
+        "invalid_encoding",
+    ),
+    ("a JSON list instead of an object", b"[1, 2]", 400, "invalid"),
+    ("missing body", json.dumps({"external_id": "x"}), 400, "invalid"),
+    ("missing external_id", json.dumps({"body": "hello"}), 400, "invalid"),
+    ("empty body text", json.dumps({"external_id": "x", "body": ""}), 400, "empty_body"),
+    ("whitespace-only body", json.dumps({"external_id": "x", "body": " \n\t "}), 400, "empty_body"),
+    ("body is a number", json.dumps({"external_id": "x", "body": 42}), 400, "invalid"),
+    ("body is a list", json.dumps({"external_id": "x", "body": ["a"]}), 400, "invalid"),
+    ("external_id is a number", json.dumps({"external_id": 7, "body": "hello"}), 400, "invalid"),
+    ("external_id too long", json.dumps({"external_id": "x" * 201, "body": "hello"}), 400, "invalid"),
+    ("unknown channel", json.dumps({"external_id": "x", "body": "hi", "channel": "fax"}), 400, "invalid"),
+    ("received_at not a date", j(external_id="x", body="hi", received_at="soon"), 400, "invalid"),
+    ("NUL character in body", json.dumps({"external_id": "x", "body": "a\u0000b"}), 400, "invalid"),
+    ("body over 100,000 characters", j(external_id="x", body="a" * 100_001), 413, "too_large"),
+]
+
+
+@pytest.mark.parametrize(("case", "raw", "status", "code"), BAD_SINGLE, ids=[c[0] for c in BAD_SINGLE])
+def test_bad_single_input_gets_a_specific_error_and_writes_nothing(api, case, raw, status, code):
+    response = post_raw(api, URL, raw)
+
+    assert response.status_code == status, response.content
+    assert error_code(response) == code
+    assert response.json()["error"]["message"]
+    assert Message.objects.count() == 0
+
+
+def test_an_empty_request_body_is_refused(api):
+    response = post_raw(api, URL, b"")
+
+    assert response.status_code == 400
+    assert error_code(response) == "empty_body"
+    assert Message.objects.count() == 0
+
+
+def test_a_form_encoded_request_is_415(api):
+    response = post_raw(api, URL, "external_id=x&body=y", content_type="application/x-www-form-urlencoded")
+
+    assert response.status_code == 415
+    assert error_code(response) == "unsupported_media_type"
+    assert Message.objects.count() == 0
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=2_000)
+def test_a_request_body_over_the_byte_limit_is_413(api):
+    response = post_raw(api, BULK_URL, json.dumps({"messages": [good(f"x{i}") for i in range(100)]}))
+
+    assert response.status_code == 413
+    assert error_code(response) == "too_large"
+    assert Message.objects.count() == 0
+
+
+@override_settings(BULK_MAX_ITEMS=3)
+def test_a_bulk_list_that_is_too_long_is_413_and_writes_nothing(api):
+    response = api.post(BULK_URL, {"messages": [good(f"x{i}") for i in range(4)]}, format="json")
+
+    assert response.status_code == 413
+    assert "limit is 3" in response.json()["error"]["message"]
+    assert Message.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [({"messages": []}, "empty_list"), ({"messages": "nope"}, "invalid"), ({"items": [good()]}, "invalid")],
+)
+def test_a_malformed_bulk_request_is_refused(api, payload, code):
+    response = api.post(BULK_URL, payload, format="json")
+
+    assert response.status_code == 400
+    assert error_code(response) == code
+    assert Message.objects.count() == 0
+
+
+def test_a_bulk_request_where_every_item_is_bad_is_400_with_the_reasons(api):
+    response = api.post(BULK_URL, {"messages": [{"external_id": "a"}, 3]}, format="json")
+
+    assert response.status_code == 400
+    assert [r["result"] for r in response.json()["results"]] == ["error", "error"]
+
+
+def test_an_unknown_message_id_is_404(api):
+    response = api.get("/api/messages/999999/")
+
+    assert response.status_code == 404
+    assert error_code(response) == "not_found"
+
+
+# --- who may ingest ------------------------------------------------------------------------
+
+
+def test_no_credentials_is_refused_and_writes_nothing():
+    response = APIClient().post(URL, good(), format="json")
+
+    assert response.status_code in (401, 403)
+    assert error_code(response) == "not_authenticated"
+    assert Message.objects.count() == 0
+
+
+def test_a_wrong_token_is_refused():
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token not-a-real-token")
+
+    response = client.post(URL, good(), format="json")
+
+    assert response.status_code == 401
+    assert Message.objects.count() == 0
+
+
+@pytest.mark.parametrize("persona", ["reviewer", "auditor", "outsider"])
+def test_reviewers_auditors_and_outsiders_cannot_ingest(request, persona):
+    client = APIClient()
+    client.force_authenticate(request.getfixturevalue(persona))
+
+    single = client.post(URL, good(), format="json")
+    bulk = client.post(BULK_URL, {"messages": [good()]}, format="json")
+
+    assert single.status_code == bulk.status_code == 403
+    assert Message.objects.count() == 0
