@@ -49,3 +49,21 @@ def require_or_skip(available: bool, what: str, env_flag: str) -> None:
     if os.environ.get(env_flag) == "1":
         pytest.fail(f"{what} is required here ({env_flag}=1) but is not available")
     pytest.skip(f"{what} is not available")
+
+
+def seed_reference_data() -> None:
+    """Re-create what data migrations seed (claim types, role groups, rules). Transactional
+    tests flush every table afterwards, so tests that use them call this first."""
+    import importlib
+
+    from django.apps import apps
+
+    for module in ("scoring.migrations.0002_claim_types", "reviews.migrations.0002_role_groups"):
+        migration = importlib.import_module(module)
+        (migration.seed if hasattr(migration, "seed") else migration.create_groups)(apps, None)
+
+
+@pytest.fixture
+def seeded_transactional_db(transactional_db):
+    seed_reference_data()
+    return transactional_db
