@@ -29,7 +29,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_until(predicate, *, timeout: float, interval: float = 0.1, what: str = "condition") -> None:  # noqa: ANN001
+def wait_until(predicate, *, timeout: float, interval: float = 0.1, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -55,8 +55,17 @@ class RedisServer:
 
     def start(self) -> RedisServer:
         self.process = subprocess.Popen(
-            [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no"],
+            [
+                shutil.which("redis-server"),
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -94,7 +103,9 @@ def test_database_url() -> str:
 class CeleryWorker:
     """A real `celery worker` process on the given broker and this run's test database."""
 
-    def __init__(self, *, broker_url: str, queues: str = "gpu,default", name: str = "worker", **env: str) -> None:
+    def __init__(
+        self, *, broker_url: str, queues: str = "gpu,default", name: str = "worker", **env: str
+    ) -> None:
         self.broker_url = broker_url
         self.queues = queues
         self.name = name
@@ -113,17 +124,37 @@ class CeleryWorker:
         }
         self._log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "compliance_site", "worker", "-Q", self.queues,
-             "--pool", "prefork", "--concurrency", "1", "--without-gossip", "--without-mingle",
-             "-n", f"{self.name}-{os.getpid()}@%h", "--loglevel", "INFO"],
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "compliance_site",
+                "worker",
+                "-Q",
+                self.queues,
+                "--pool",
+                "prefork",
+                "--concurrency",
+                "1",
+                "--without-gossip",
+                "--without-mingle",
+                "-n",
+                f"{self.name}-{os.getpid()}@%h",
+                "--loglevel",
+                "INFO",
+            ],
             cwd=ROOT,
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: kill() reaches the pool children too
         )
-        wait_until(lambda: b" ready." in self.log_path.read_bytes() or self.process.poll() is not None,
-                   timeout=timeout, what=f"celery worker {self.name} to be ready")
+        wait_until(
+            lambda: b" ready." in self.log_path.read_bytes() or self.process.poll() is not None,
+            timeout=timeout,
+            what=f"celery worker {self.name} to be ready",
+        )
         if self.process.poll() is not None:
             raise RuntimeError(f"worker exited at start:\n{self.log()}")
         return self

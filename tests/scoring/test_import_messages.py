@@ -1,0 +1,59 @@
+"""`import_messages` goes through the bulk ingest service: same checks, same idempotency."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from scoring.models import Message
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_jsonl_file_is_imported_and_bad_lines_are_reported_by_line(tmp_path, capsys):
+    path = tmp_path / "messages.jsonl"
+    rows = [
+        {"external_id": "f-1", "body": "The SEC approved this fund.", "channel": "email"},
+        {"external_id": "f-2", "body": ""},
+        "not an object",
+        {"id": "f-3", "body": "See you at lunch."},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n{broken\n")
+
+    call_command("import_messages", str(path))
+
+    out, err = capsys.readouterr()
+    assert "created 2, duplicates 0, errors 3" in out
+    assert "line 2: body must contain text." in err
+    assert "line 3: not a JSON object" in err
+    assert "line 5: invalid JSON" in err
+    assert set(Message.objects.values_list("external_id", flat=True)) == {"f-1", "f-3"}
+
+
+def test_importing_the_same_csv_twice_creates_nothing_the_second_time(tmp_path, capsys):
+    path = tmp_path / "messages.csv"
+    path.write_text('external_id,body,sender\nc-1,"Zero risk, promise.",ann@example.test\nc-2,Hello,bob\n')
+
+    call_command("import_messages", str(path))
+    call_command("import_messages", str(path))
+
+    out = capsys.readouterr().out
+    assert "created 2, duplicates 0, errors 0" in out
+    assert "created 0, duplicates 2, errors 0" in out
+    assert Message.objects.count() == 2
+
+
+def test_a_csv_without_a_body_column_is_refused(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("external_id,text\nx,hello\n")
+
+    with pytest.raises(CommandError, match="header row"):
+        call_command("import_messages", str(path))
+    assert Message.objects.count() == 0
+
+
+def test_a_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(CommandError, match="does not exist"):
+        call_command("import_messages", str(tmp_path / "nope.jsonl"))
