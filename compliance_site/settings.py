@@ -271,7 +271,7 @@ BULK_MAX_ITEMS = env_int("BULK_MAX_ITEMS", 1_000, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 50 * 1024 * 1024, minimum=1024)
 
 # --- Celery ----------------------------------------------------------------------------------
-BROKER_DIR = VAR_DIR / "broker"
+BROKER_DIR = Path(env_str("CLAIMWATCH_BROKER_DIR", str(VAR_DIR / "broker")))
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 if CELERY_BROKER_URL.startswith("filesystem://"):
     for _sub in ("queue", "processed"):
@@ -315,7 +315,7 @@ SWEEP_INTERVAL_SECONDS = env_float("SWEEP_INTERVAL_SECONDS", 5.0, low=0.1)
 # A `received` message older than this was not published (broker down): the sweeper queues it.
 SWEEP_GRACE_SECONDS = env_float("SWEEP_GRACE_SECONDS", 3.0, low=0.0)
 # A `queued`/`scored` message older than this lost its task: the sweeper re-enqueues it.
-STUCK_AFTER_SECONDS = env_int("STUCK_AFTER_SECONDS", 120, minimum=1)
+STUCK_AFTER_SECONDS = env_int("STUCK_AFTER_SECONDS", 300, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "sweep-pipeline": {
         "task": "scoring.tasks.sweep",
@@ -323,6 +323,7 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": SWEEP_INTERVAL_SECONDS * 2},
     },
 }
+# A message whose scoring was started this many times without completing is failed (poison).
 MAX_ATTEMPTS = env_int("MAX_ATTEMPTS", 5, minimum=1)
 QA_SAMPLE_RATE = env_float("QA_SAMPLE_RATE", 0.02, low=0.0, high=1.0)
 

@@ -58,15 +58,16 @@ def messages_enqueue_scoring(*, message_ids: Sequence[int]) -> int:
 class SweepResult:
     received_enqueued: int
     stuck_requeued: int
-    failed: int
     explanations_requeued: int
 
 
 def messages_sweep(*, now=None, limit: int = 20_000) -> SweepResult:
     """Re-enqueue work that waits too long, so a broker outage delays work but never loses it:
     `received` messages older than the grace period (their publish failed or never ran),
-    `queued` messages older than STUCK_AFTER_SECONDS (their task was lost; after MAX_ATTEMPTS
-    they fail with a reason), and flagged `scored` messages whose explanation never came."""
+    `queued` messages older than STUCK_AFTER_SECONDS (their task may be lost), and flagged
+    `scored` messages whose explanation never came. Waiting is never a failure: a duplicate
+    task is a cheap no-op (scoring is idempotent); only a worker that repeatedly starts and
+    never finishes a message fails it (see messages_score_batch)."""
     now = now or timezone.now()
     grace = now - timedelta(seconds=settings.SWEEP_GRACE_SECONDS)
     stuck_before = now - timedelta(seconds=settings.STUCK_AFTER_SECONDS)
@@ -78,41 +79,33 @@ def messages_sweep(*, now=None, limit: int = 20_000) -> SweepResult:
     )
     received_enqueued = messages_enqueue_scoring(message_ids=received_ids) if received_ids else 0
 
-    if not ModelVersion.objects.filter(is_active=True).exists():
-        # Without an active model nothing can be scored: waiting is not a failure of the
-        # message, so attempts are not counted until a version is activated.
-        return SweepResult(received_enqueued, 0, 0, 0)
-    stuck = Message.objects.filter(status=MessageStatus.QUEUED, queued_at__lt=stuck_before)
-    failed = Message.objects.filter(
-        id__in=stuck.filter(attempts__gte=settings.MAX_ATTEMPTS).values("id")
-    ).update(
-        status=MessageStatus.FAILED,
-        failed_at=now,
-        updated_at=now,
-        status_reason=f"not scored after {settings.MAX_ATTEMPTS} attempts (task lost or worker down)",
+    stuck_ids = list(
+        Message.objects.filter(status=MessageStatus.QUEUED, queued_at__lt=stuck_before)
+        .order_by("id")
+        .values_list("id", flat=True)[:limit]
     )
-    stuck_ids = list(stuck.order_by("id").values_list("id", flat=True)[:limit])
-    stuck_requeued = 0
-    if stuck_ids:
-        from django.db.models import F
-
-        Message.objects.filter(id__in=stuck_ids, status=MessageStatus.QUEUED).update(
-            attempts=F("attempts") + 1, queued_at=now, updated_at=now
-        )
-        # Re-publishing marks nothing (they are queued already); a failed publish leaves them
-        # queued with a fresh timestamp, to be tried again after another STUCK_AFTER period.
-        from scoring.tasks import score_batch
-
-        for chunk in _chunks(stuck_ids, settings.SCORING_BATCH_SIZE):
-            try:
-                score_batch.apply_async(args=[chunk], queue=settings.SCORING_QUEUE, retry=False)
-            except Exception as exc:
-                logger.warning("broker unavailable while sweeping: %s", exc)
-                break
-            stuck_requeued += len(chunk)
-
+    stuck_requeued = _republish(stuck_ids, now=now)
     explanations_requeued = _sweep_explanations(stuck_before=stuck_before, limit=limit)
-    return SweepResult(received_enqueued, stuck_requeued, failed, explanations_requeued)
+    return SweepResult(received_enqueued, stuck_requeued, explanations_requeued)
+
+
+def _republish(ids: list[int], *, now) -> int:
+    """Publish scoring tasks again for messages that are already queued; a failed publish
+    leaves them for the next sweep."""
+    from scoring.tasks import score_batch
+
+    published = 0
+    for chunk in _chunks(ids, settings.SCORING_BATCH_SIZE):
+        try:
+            score_batch.apply_async(args=[chunk], queue=settings.SCORING_QUEUE, retry=False)
+        except Exception as exc:
+            logger.warning("broker unavailable while sweeping: %s", exc)
+            break
+        Message.objects.filter(id__in=chunk, status=MessageStatus.QUEUED).update(
+            queued_at=now, updated_at=now
+        )
+        published += len(chunk)
+    return published
 
 
 def _sweep_explanations(*, stuck_before, limit: int) -> int:
@@ -203,13 +196,14 @@ def messages_score_batch(
     from scoring.selectors import active_compiled_rules
 
     version = active_model_version()
+    poisoned = _count_attempt(message_ids)
     candidates = list(
         Message.objects.filter(id__in=list(message_ids), status__in=SCORABLE).only(
             "id", "body", "external_id"
         )
     )
     if not candidates:
-        return BatchOutcome(0, 0, len(message_ids), [])
+        return BatchOutcome(0, poisoned, len(message_ids) - poisoned, [])
 
     scorer = scorer_factory(version)
     started = time.perf_counter()
@@ -301,8 +295,29 @@ def messages_score_batch(
         if to_explain:
             ids = list(to_explain)
             transaction.on_commit(lambda: messages_enqueue_explanation(message_ids=ids))
-    skipped = len(message_ids) - scored - failed
-    return BatchOutcome(scored, failed, skipped, to_explain)
+    skipped = len(message_ids) - scored - failed - poisoned
+    return BatchOutcome(scored, failed + poisoned, skipped, to_explain)
+
+
+def _count_attempt(message_ids: Sequence[int]) -> int:
+    """Record that a worker starts scoring these messages (committed at once, so it survives a
+    crash). A message that was started MAX_ATTEMPTS times without ever being written is taking
+    workers down with it: it is failed with that reason, and the rest of its batch goes on."""
+    from django.db.models import F
+
+    ids = list(message_ids)
+    with transaction.atomic():
+        poisoned = Message.objects.filter(
+            id__in=ids, status__in=SCORABLE, attempts__gte=settings.MAX_ATTEMPTS
+        ).update(
+            status=MessageStatus.FAILED,
+            failed_at=timezone.now(),
+            updated_at=timezone.now(),
+            status_reason=f"scoring started {settings.MAX_ATTEMPTS} times and never completed "
+            "(the worker died each time)",
+        )
+        Message.objects.filter(id__in=ids, status__in=SCORABLE).update(attempts=F("attempts") + 1)
+    return poisoned
 
 
 def _prediction(

@@ -1,0 +1,155 @@
+"""Reliability of the pipeline with real parts: a real redis-server, real Celery worker
+processes, the test database (PostgreSQL in CI), the API, and a (tiny) real transformer.
+
+Every message is scored exactly once: after a worker is SIGKILLed mid-batch, and after the
+broker was down while messages arrived."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.db.models import Count
+from django.test import override_settings
+from rest_framework.test import APIClient
+
+from scoring.constants import MessageStatus
+from scoring.models import Message, Prediction
+from scoring.services.pipeline import messages_sweep
+from tests.conftest import require_or_skip
+from tests.factories import UserFactory
+from tests.support.services import CeleryWorker, RedisServer, broker, wait_until
+
+pytestmark = [pytest.mark.services, pytest.mark.slow]
+
+SCORED_OR_LATER = [s for s in MessageStatus.values if s not in (MessageStatus.RECEIVED, MessageStatus.QUEUED)]
+# Neutral bodies, so that the tiny random model's routing does not matter for these tests.
+BODY = "Hello team, message {i}: the quarterly newsletter is attached, see you at the offsite."
+
+
+@pytest.fixture
+def redis_server():
+    require_or_skip(RedisServer.available(), "redis-server", "CLAIMWATCH_REQUIRE_SERVICES")
+    server = RedisServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def api(seeded_transactional_db, tiny_model_version):
+    client = APIClient()
+    client.force_authenticate(UserFactory(username="ingest_bot", role="ingest_service"))
+    return client
+
+
+def bulk(api, start: int, n: int, prefix: str = "r") -> list[int]:
+    messages = [{"external_id": f"{prefix}-{i}", "body": BODY.format(i=i)} for i in range(start, start + n)]
+    response = api.post("/api/messages/bulk/", {"messages": messages}, format="json")
+    assert response.status_code == 202, response.content
+    return [row["id"] for row in response.json()["results"]]
+
+
+def scored_count(ids: list[int]) -> int:
+    return Message.objects.filter(id__in=ids, status__in=SCORED_OR_LATER).count()
+
+
+def assert_exactly_one_prediction_each(ids: list[int]) -> None:
+    counts = dict(
+        Prediction.objects.filter(message_id__in=ids, is_shadow=False)
+        .values_list("message_id")
+        .annotate(n=Count("id"))
+        .values_list("message_id", "n")
+    )
+    assert len(counts) == len(ids), f"{len(ids) - len(counts)} messages have no prediction"
+    assert set(counts.values()) == {1}
+
+
+def test_two_hundred_ingested_messages_are_all_scored_exactly_once(api, redis_server):
+    worker = CeleryWorker(broker_url=redis_server.url(), name="w200").start()
+    try:
+        with broker(redis_server.url()):
+            ids = bulk(api, 0, 100) + bulk(api, 100, 100)
+        wait_until(lambda: scored_count(ids) == 200, timeout=120, what="200 messages scored")
+    finally:
+        worker.stop()
+
+    assert_exactly_one_prediction_each(ids)
+    assert not Message.objects.filter(id__in=ids, status=MessageStatus.FAILED).exists()
+
+
+@override_settings(STUCK_AFTER_SECONDS=1, SCORING_BATCH_SIZE=25)
+def test_a_worker_killed_mid_batch_loses_nothing_and_scores_nothing_twice(api, redis_server):
+    # 16 batches of 25: the worker is killed once the first batch is written, while it is
+    # busy with the next ones (acks_late: those are unacknowledged when it dies).
+    env = {"SCORING_BATCH_SIZE": "25", "CELERY_VISIBILITY_TIMEOUT": "10"}
+    first = CeleryWorker(broker_url=redis_server.url(), name="victim", **env).start()
+    with broker(redis_server.url()):
+        ids = bulk(api, 0, 400, prefix="k")
+    wait_until(lambda: scored_count(ids) >= 25, timeout=120, what="the first batch")
+    first.kill()
+    before_restart = scored_count(ids)
+    assert before_restart < 400, "the worker finished before it could be killed; use more messages"
+
+    second = CeleryWorker(broker_url=redis_server.url(), name="survivor", **env).start()
+    try:
+        with broker(redis_server.url()):
+            # Lost deliveries come back by the broker's visibility timeout or the sweeper,
+            # whichever is first; both are safe because scoring is idempotent.
+            def all_scored() -> bool:
+                messages_sweep()
+                return scored_count(ids) == 400
+
+            wait_until(all_scored, timeout=180, interval=1.0, what="all 400 messages after the restart")
+    finally:
+        second.stop()
+
+    assert_exactly_one_prediction_each(ids)
+
+
+def test_ingestion_while_redis_is_down_is_accepted_and_scored_once_redis_is_back(api, redis_server):
+    redis_server.stop()
+    with broker(redis_server.url()):
+        started = time.monotonic()
+        single = api.post(
+            "/api/messages/", {"external_id": "down-1", "body": BODY.format(i=1)}, format="json"
+        )
+        ids = [single.json()["id"], *bulk(api, 2, 50, prefix="down")]
+        elapsed = time.monotonic() - started
+
+    assert single.status_code == 202
+    assert elapsed < 30, "a down broker must not hang ingestion"
+    assert Message.objects.filter(id__in=ids, status=MessageStatus.RECEIVED).count() == 51
+
+    redis_server.start()
+    worker = CeleryWorker(broker_url=redis_server.url(), name="after-outage").start()
+    try:
+        with broker(redis_server.url()), override_settings(SWEEP_GRACE_SECONDS=0):
+            result = messages_sweep()
+            assert result.received_enqueued == 51
+            wait_until(lambda: scored_count(ids) == 51, timeout=120, what="messages queued by the sweeper")
+    finally:
+        worker.stop()
+
+    assert_exactly_one_prediction_each(ids)
+
+
+def test_the_embedded_filesystem_broker_runs_a_real_worker_without_any_server(api, tmp_path):
+    folders = {
+        "data_folder_in": str(tmp_path / "queue"),
+        "data_folder_out": str(tmp_path / "queue"),
+        "processed_folder": str(tmp_path / "processed"),
+        "polling_interval": 0.1,
+    }
+    worker = CeleryWorker(
+        broker_url="filesystem://",
+        name="fs",
+        CLAIMWATCH_BROKER_DIR=str(tmp_path),
+    ).start()
+    try:
+        with broker("filesystem://", folders):
+            ids = bulk(api, 0, 30, prefix="fs")
+        wait_until(lambda: scored_count(ids) == 30, timeout=120, what="scoring over the filesystem broker")
+    finally:
+        worker.stop()
+
+    assert_exactly_one_prediction_each(ids)
