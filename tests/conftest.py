@@ -49,3 +49,13 @@ def require_or_skip(available: bool, what: str, env_flag: str) -> None:
     if os.environ.get(env_flag) == "1":
         pytest.fail(f"{what} is required here ({env_flag}=1) but is not available")
     pytest.skip(f"{what} is not available")
+
+
+# Model fixtures (tests/support/models.py): tiny_model_version and trained_model_version give a
+# registered, active ModelVersion; the *_artifact fixtures give the artifact folder.
+from tests.support.models import (  # noqa: E402, F401
+    tiny_model_artifact,
+    tiny_model_version,
+    trained_model_artifact,
+    trained_model_version,
+)
