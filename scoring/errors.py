@@ -1,5 +1,7 @@
 """Domain errors of the scoring app. Each carries a message fit to show a user."""
 
+from __future__ import annotations
+
 
 class ScoringError(Exception):
     """Base class for scoring domain errors."""
@@ -14,4 +16,22 @@ class ModelNotReady(ScoringError):
 
 
 class ScoringInputError(ScoringError):
-    """A text the scorer refuses (empty, too long), with the reason."""
+    """A text the scorer refuses (empty, too long), with the reason. `index` is the position of
+    the refused text in the batch given to the scorer (None when not known)."""
+
+    def __init__(self, reason: str, *, index: int | None = None) -> None:
+        self.reason = reason
+        self.index = index
+        super().__init__(reason if index is None else f"text {index}: {reason}")
+
+
+class ArtifactError(ScoringError):
+    """A model artifact is missing, incomplete or does not match its recorded sha256."""
+
+
+class ModelVersionError(ScoringError):
+    """A model version operation is not allowed (empty reason, duplicate name, bad threshold)."""
+
+
+class TrainingDataError(ScoringError):
+    """Training data (the corpus or an --extra file) is missing or has a malformed row."""

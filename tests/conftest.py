@@ -67,3 +67,13 @@ def seed_reference_data() -> None:
 def seeded_transactional_db(transactional_db):
     seed_reference_data()
     return transactional_db
+
+
+# Model fixtures (tests/support/models.py): tiny_model_version and trained_model_version give a
+# registered, active ModelVersion; the *_artifact fixtures give the artifact folder.
+from tests.support.models import (  # noqa: E402, F401
+    tiny_model_artifact,
+    tiny_model_version,
+    trained_model_artifact,
+    trained_model_version,
+)

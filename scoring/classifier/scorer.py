@@ -1,0 +1,319 @@
+"""The one Scorer: a trained classifier artifact loaded once, scoring texts in length-sorted,
+dynamically padded batches under a token budget.
+
+- score = 1 - P(no_claim) of the best window; the message score is the max over its windows,
+  every window's score is kept (WindowScore, character offsets into the text);
+- claim_type = argmax over the four claim classes in the best window (set whatever the score);
+- CUDA when available (bf16 autocast), otherwise CPU fp32; always under torch.inference_mode;
+- windows are sorted by length and batched so that batch size x longest window <= token_budget,
+  identical windows are run once, and results come back in input order.
+
+Input the Scorer refuses, with `ScoringInputError` (its `.index` says which text, `.reason` why),
+before any model work is done:
+- anything that is not a `str`;
+- a text longer than `max_chars` characters (settings.MAX_BODY_CHARS), so time stays bounded;
+- a text that is not valid Unicode (lone surrogates);
+- a text with nothing to score: empty, whitespace-only, or only control/format characters (it
+  yields no token). Such a text carries no claim, but scoring it would only report the model's
+  bias on an empty window, so the Scorer says so instead of inventing a number.
+Emoji-only text is scored (it yields [UNK] tokens) like any other text. Use `refusal_reason(text)`
+to filter a batch before scoring it.
+
+No Django here: get_scorer() in loading.py builds Scorers from ModelVersions and settings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+from scoring.classifier.artifacts import MANIFEST_NAME
+from scoring.classifier.windows import (
+    DEFAULT_STRIDE,
+    DEFAULT_WINDOW_TOKENS,
+    Window,
+    check_window_settings,
+    length_sorted_batches,
+    make_windows,
+)
+from scoring.constants import NO_CLAIM
+from scoring.errors import ModelNotReady, ScoringInputError
+
+DEFAULT_TOKEN_BUDGET = 8192
+DEFAULT_MAX_CHARS = 100_000
+# Characters the BERT normaliser drops: control, format, unassigned, private use, surrogates.
+_NON_CONTENT_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Zl", "Zp", "Zs"})
+
+
+@dataclass(frozen=True)
+class WindowScore:
+    """The claim score (1 - P(no_claim)) of one window, with its character span [start, end)."""
+
+    start: int
+    end: int
+    score: float
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """One text's result: the best window's claim score, claim type and class probabilities."""
+
+    score: float  # 1 - P(no_claim) of the best window
+    claim_type: str  # argmax over the four claim classes (best window)
+    probabilities: dict[str, float]  # label -> prob, best window
+    windows: list[WindowScore]
+    best_window: int  # index into windows
+
+
+def resolve_device(name: str) -> torch.device:
+    """auto -> cuda when available else cpu; cuda without a GPU is a clear error."""
+    choice = (name or "auto").strip().lower()
+    if choice == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if choice == "cpu":
+        return torch.device("cpu")
+    if choice.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ModelNotReady(f"Device {name!r} was asked for but no CUDA GPU is available.")
+        return torch.device(choice)
+    raise ValueError(f"Unknown device {name!r}: use auto, cpu or cuda.")
+
+
+def autocast_for(device: torch.device):
+    """bf16 autocast on CUDA; a no-op context on CPU (CPU runs fp32)."""
+    if device.type == "cuda":
+        return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def labels_of(model) -> list[str]:
+    """The head's class labels in index order, from the model config."""
+    id2label = model.config.id2label
+    return [id2label[i] for i in range(len(id2label))]
+
+
+class Scorer:
+    """Loads one classifier artifact once and scores texts with it (see the module docstring)."""
+
+    labels: list[str]
+    device: torch.device
+    threshold: float | None
+
+    def __init__(
+        self,
+        artifact_dir: str | Path,
+        *,
+        device: str = "auto",
+        window_tokens: int = DEFAULT_WINDOW_TOKENS,
+        stride: int = DEFAULT_STRIDE,
+        token_budget: int = DEFAULT_TOKEN_BUDGET,
+        max_chars: int = DEFAULT_MAX_CHARS,
+    ) -> None:
+        path = Path(artifact_dir)
+        if not (path / "config.json").is_file():
+            raise ModelNotReady(f"No classifier artifact at {path} (config.json is missing).")
+        manifest: dict = {}
+        if (path / MANIFEST_NAME).is_file():
+            manifest = json.loads((path / MANIFEST_NAME).read_text())
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(path)
+            model = AutoModelForSequenceClassification.from_pretrained(path)
+        except (OSError, ValueError) as exc:
+            raise ModelNotReady(f"The classifier artifact at {path} cannot be loaded: {exc}") from exc
+        self._setup(
+            model,
+            tokenizer,
+            labels=manifest.get("labels") or labels_of(model),
+            threshold=manifest.get("threshold"),
+            device=resolve_device(device),
+            window_tokens=window_tokens,
+            stride=stride,
+            token_budget=token_budget,
+            max_chars=max_chars,
+        )
+        self.artifact_dir = path
+
+    @classmethod
+    def from_model(
+        cls,
+        model,
+        tokenizer,
+        *,
+        labels: Sequence[str] | None = None,
+        device: torch.device | str = "cpu",
+        window_tokens: int = DEFAULT_WINDOW_TOKENS,
+        stride: int = DEFAULT_STRIDE,
+        token_budget: int = DEFAULT_TOKEN_BUDGET,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        threshold: float | None = None,
+    ) -> Scorer:
+        """A Scorer over an in-memory model (training uses it to evaluate the way it scores).
+        The model is put in eval mode; switch it back to train() yourself."""
+        scorer = cls.__new__(cls)
+        scorer._setup(
+            model,
+            tokenizer,
+            labels=list(labels) if labels else labels_of(model),
+            threshold=threshold,
+            device=device if isinstance(device, torch.device) else resolve_device(device),
+            window_tokens=window_tokens,
+            stride=stride,
+            token_budget=token_budget,
+            max_chars=max_chars,
+        )
+        scorer.artifact_dir = None
+        return scorer
+
+    def _setup(
+        self,
+        model,
+        tokenizer,
+        *,
+        labels: Sequence[str],
+        threshold: float | None,
+        device: torch.device,
+        window_tokens: int,
+        stride: int,
+        token_budget: int,
+        max_chars: int,
+    ) -> None:
+        if not getattr(tokenizer, "is_fast", False):
+            raise ModelNotReady("The artifact's tokenizer is not a fast tokenizer (no offsets).")
+        labels = list(labels)
+        if len(labels) != model.config.num_labels or not labels or labels[0] != NO_CLAIM:
+            raise ModelNotReady(f"Labels {labels} do not fit a head whose class 0 is {NO_CLAIM!r}.")
+        check_window_settings(
+            window_tokens, stride, max_positions=getattr(model.config, "max_position_embeddings", None)
+        )
+        if token_budget < window_tokens:
+            raise ValueError(f"token_budget={token_budget} is smaller than one window ({window_tokens}).")
+        if max_chars < 1:
+            raise ValueError("max_chars must be positive.")
+        self.labels = labels
+        self.device = device
+        self.model = model.to(device).eval()
+        self.tokenizer = tokenizer
+        self.threshold = float(threshold) if threshold is not None else None
+        self.window_tokens = window_tokens
+        self.stride = stride
+        self.token_budget = token_budget
+        self.max_chars = max_chars
+        self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+    # --- input checks ---------------------------------------------------------------------------
+
+    def refusal_reason(self, text: object) -> str | None:
+        """Why `score` would refuse this text, or None when it is scoreable. Cheap: no model."""
+        if not isinstance(text, str):
+            return f"a text must be a string, not {type(text).__name__}"
+        if len(text) > self.max_chars:
+            return f"the text is {len(text):,} characters long; the limit is {self.max_chars:,}"
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return "the text is not valid Unicode (it contains a lone surrogate)"
+        if not any(unicodedata.category(char) not in _NON_CONTENT_CATEGORIES for char in text):
+            return "the text is empty or only whitespace/control characters: there is nothing to score"
+        return None
+
+    def _check(self, texts: Sequence[str]) -> None:
+        if isinstance(texts, str):
+            raise ScoringInputError("score() takes a sequence of texts, not one string.")
+        for index, text in enumerate(texts):
+            reason = self.refusal_reason(text)
+            if reason:
+                raise ScoringInputError(reason, index=index)
+
+    def windows(self, texts: Sequence[str]) -> list[list[Window]]:
+        """The token windows of each text (checked as `score` checks them)."""
+        self._check(texts)
+        per_text = make_windows(self.tokenizer, texts, window_tokens=self.window_tokens, stride=self.stride)
+        for index, windows in enumerate(per_text):
+            if windows[0].n_content_tokens == 0:
+                raise ScoringInputError(
+                    "the text yields no tokens (only characters the tokenizer drops): nothing to score",
+                    index=index,
+                )
+        return per_text
+
+    # --- scoring -----------------------------------------------------------------------------------
+
+    def window_probabilities(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
+        """Class probabilities [n, labels] (float32) of token windows given as input ids.
+
+        Identical windows run once; the rest run in length-sorted, dynamically padded batches
+        of at most token_budget padded tokens. Rows come back in the input order."""
+        unique: dict[tuple[int, ...], int] = {}
+        row_of = np.empty(len(input_ids), dtype=np.int64)
+        for i, ids in enumerate(input_ids):
+            row_of[i] = unique.setdefault(tuple(ids), len(unique))
+        distinct = list(unique)
+        probabilities = np.empty((len(distinct), len(self.labels)), dtype=np.float32)
+        lengths = [len(ids) for ids in distinct]
+        with torch.inference_mode(), autocast_for(self.device):
+            for batch in length_sorted_batches(lengths, token_budget=self.token_budget):
+                ids = np.full((len(batch.indices), batch.padded_length), self._pad_id, dtype=np.int64)
+                mask = np.zeros_like(ids)
+                for row, index in enumerate(batch.indices):
+                    ids[row, : lengths[index]] = distinct[index]
+                    mask[row, : lengths[index]] = 1
+                logits = self.model(
+                    input_ids=torch.from_numpy(ids).to(self.device),
+                    attention_mask=torch.from_numpy(mask).to(self.device),
+                ).logits
+                probs = torch.softmax(logits.float(), dim=-1).cpu().numpy()
+                probabilities[list(batch.indices)] = probs
+        return probabilities[row_of]
+
+    # 1 - P(no_claim) is computed as the sum of the claim probabilities: the same number, without
+    # float32 cancellation when P(no_claim) is close to 1.
+
+    def _run(self, texts: Sequence[str]) -> tuple[list[list[Window]], np.ndarray, np.ndarray]:
+        per_text = self.windows(texts)
+        flat = [window for windows in per_text for window in windows]
+        probabilities = self.window_probabilities([w.input_ids for w in flat])
+        offsets = np.cumsum([0] + [len(windows) for windows in per_text])
+        return per_text, probabilities, offsets
+
+    def score(self, texts: Sequence[str]) -> list[ScoreResult]:
+        """Score each text: best-window score, claim type, probabilities and all window scores.
+        Raises ScoringInputError (nothing scored) when any text is refused."""
+        if len(texts) == 0:
+            return []
+        per_text, probabilities, offsets = self._run(texts)
+        claim_scores = probabilities[:, 1:].sum(axis=1)
+        results = []
+        for index, windows in enumerate(per_text):
+            first, last = offsets[index], offsets[index + 1]
+            scores = claim_scores[first:last]
+            best = int(np.argmax(scores))
+            probs = probabilities[first + best]
+            claim_type = self.labels[1 + int(np.argmax(probs[1:]))]
+            results.append(
+                ScoreResult(
+                    score=float(scores[best]),
+                    claim_type=claim_type,
+                    probabilities={label: float(p) for label, p in zip(self.labels, probs, strict=True)},
+                    windows=[
+                        WindowScore(w.start, w.end, float(s)) for w, s in zip(windows, scores, strict=True)
+                    ],
+                    best_window=best,
+                )
+            )
+        return results
+
+    def claim_scores(self, texts: Sequence[str]) -> list[float]:
+        """The fast path: each text's claim score (max over its windows), nothing else."""
+        if len(texts) == 0:
+            return []
+        _, probabilities, offsets = self._run(texts)
+        window_scores = probabilities[:, 1:].sum(axis=1)
+        return [float(s) for s in np.maximum.reduceat(window_scores, offsets[:-1])]

@@ -1,0 +1,78 @@
+"""Fine-tune the claim classifier and register it as a new, inactive model version."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from scoring.classifier.metrics import format_report
+from scoring.classifier.training import TrainConfig
+from scoring.errors import ScoringError
+from scoring.services.model_versions import default_version_name, model_version_train
+
+DEFAULTS = TrainConfig(base_model="", corpus_path="")
+
+
+class Command(BaseCommand):
+    help = (
+        "Fine-tune all layers of the base encoder on the labelled corpus (+ --extra rows, train split "
+        "only), choose the threshold on val, measure test, save the artifact under MODELS_DIR and "
+        "register the version. It is not activated: use activate_model."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--epochs", type=int, default=DEFAULTS.epochs)
+        parser.add_argument("--lr", type=float, default=DEFAULTS.lr)
+        parser.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size)
+        parser.add_argument("--seed", type=int, default=DEFAULTS.seed)
+        parser.add_argument("--base-model", default=None, help="HF encoder directory (BASE_MODEL_PATH).")
+        parser.add_argument("--corpus", default=None, help="Labelled JSONL corpus (CORPUS_PATH).")
+        parser.add_argument(
+            "--extra",
+            action="append",
+            default=[],
+            metavar="FILE",
+            help="JSONL rows {body, label, claim_type} added to the train split only (repeatable).",
+        )
+        parser.add_argument("--name", default=None, help="Version name (default claims-<timestamp>).")
+        parser.add_argument(
+            "--max-minutes",
+            type=float,
+            default=None,
+            help="Time budget; training stops early, keeping the best state (TRAIN_MAX_MINUTES; 0 = none).",
+        )
+        parser.add_argument("--device", default=None, help="auto, cpu or cuda (SCORING_DEVICE).")
+        parser.add_argument("--target-recall", type=float, default=None, help="THRESHOLD_TARGET_RECALL.")
+        parser.add_argument("--no-progress", action="store_true", help="No progress bars.")
+
+    def handle(self, *args, **options):
+        max_minutes = (
+            options["max_minutes"] if options["max_minutes"] is not None else settings.TRAIN_MAX_MINUTES
+        )
+        try:
+            config = TrainConfig(
+                base_model=options["base_model"] or settings.BASE_MODEL_PATH,
+                corpus_path=str(options["corpus"] or settings.CORPUS_PATH),
+                extra_paths=tuple(options["extra"]),
+                epochs=options["epochs"],
+                lr=options["lr"],
+                batch_size=options["batch_size"],
+                seed=options["seed"],
+                window_tokens=settings.WINDOW_TOKENS,
+                stride=settings.WINDOW_STRIDE,
+                target_recall=options["target_recall"] or settings.THRESHOLD_TARGET_RECALL,
+                max_minutes=max_minutes or None,
+                device=options["device"] or settings.SCORING_DEVICE,
+                token_budget=settings.TOKEN_BUDGET,
+            )
+            version = model_version_train(
+                config=config,
+                name=options["name"] or default_version_name(),
+                models_dir=settings.MODELS_DIR,
+                progress=not options["no_progress"],
+            )
+        except (ScoringError, ValueError, FileNotFoundError) as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(f"registered model version {version.name} (inactive) at {version.artifact_path}")
+        self.stdout.write(format_report(version.metrics))
+        self.stdout.write(f'activate it with: python manage.py activate_model {version.name} --reason "..."')

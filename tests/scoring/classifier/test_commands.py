@@ -1,0 +1,171 @@
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from scoring.models import ModelActivation, ModelVersion
+from scoring.services.model_versions import model_version_register
+from tests.support.models import build_tiny_artifact, tiny_corpus_rows, write_jsonl
+from tests.support.tiny_model import build_tiny_encoder
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args, stdin=None, **options):
+    out = io.StringIO()
+    if stdin is not None:
+        options["stdin"] = stdin
+    call_command(*args, stdout=out, stderr=io.StringIO(), **options)
+    return out.getvalue()
+
+
+@pytest.fixture
+def tiny_training_settings(settings, tmp_path):
+    """Point the default training configuration at the tiny encoder and corpus."""
+    settings.BASE_MODEL_PATH = str(build_tiny_encoder(tmp_path / "base"))
+    settings.CORPUS_PATH = write_jsonl(tmp_path / "corpus.jsonl", tiny_corpus_rows())
+    settings.MODELS_DIR = tmp_path / "models"
+    settings.SCORING_DEVICE = "cpu"
+    return settings
+
+
+def test_score_prints_one_json_line_per_row_in_input_order(tiny_model_version, tmp_path):
+    rows = [
+        {"id": "a", "body": "We guarantee a 12% annual return on this fund."},
+        {"id": 2, "body": "Lunch is at 1 o'clock in the main meeting room."},
+    ]
+    path = write_jsonl(tmp_path / "in.jsonl", rows)
+
+    lines = [json.loads(line) for line in run("score", input=str(path)).splitlines()]
+
+    assert [line["id"] for line in lines] == ["a", 2]
+    for line in lines:
+        assert set(line) == {"id", "score", "flagged", "claim_type", "model_version", "threshold"}
+        assert line["model_version"] == tiny_model_version.name
+        assert line["threshold"] == tiny_model_version.threshold
+        assert line["flagged"] == (line["score"] >= tiny_model_version.threshold)
+    assert lines[0]["score"] > lines[1]["score"]
+
+
+def test_score_turns_bad_rows_into_error_lines_and_scores_the_rest(tiny_model_version):
+    stdin = io.StringIO(
+        "\n".join(
+            [
+                '{"id": "ok1", "body": "Returns are guaranteed."}',
+                "{broken json",
+                '{"body": "no id here"}',
+                '{"id": "empty", "body": "   "}',
+                '{"id": "ctrl", "body": "\\u0000\\u0001"}',
+                '{"id": "nobody"}',
+                '["not", "an", "object"]',
+                '{"id": "ok2", "body": "See you at lunch."}',
+            ]
+        )
+        + "\n"
+    )
+
+    lines = [json.loads(line) for line in run("score", input="-", stdin=stdin).splitlines()]
+
+    assert len(lines) == 8
+    assert [line.get("id") for line in lines] == ["ok1", None, None, "empty", "ctrl", "nobody", None, "ok2"]
+    errors = [line for line in lines if "error" in line]
+    assert len(errors) == 6
+    assert "line 2" in errors[0]["error"] and "not valid JSON" in errors[0]["error"]
+    assert "needs an 'id'" in errors[1]["error"]
+    assert "nothing to score" in errors[2]["error"]
+    assert "score" in lines[0] and "score" in lines[-1]
+
+
+def test_score_without_an_active_version_says_what_to_do(db, tmp_path):
+    path = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, "body": "hi"}])
+
+    with pytest.raises(CommandError, match="No model version is active"):
+        run("score", input=str(path))
+
+
+def test_activate_model_records_the_reason(tiny_model_artifact, admin_user):
+    version = model_version_register(artifact_dir=tiny_model_artifact)
+
+    output = run("activate_model", version.name, reason="first model", user=admin_user.username)
+
+    version.refresh_from_db()
+    assert version.is_active
+    assert "activated tiny-model" in output
+    activation = ModelActivation.objects.get()
+    assert (activation.reason, activation.activated_by) == ("first model", admin_user)
+
+
+def test_activate_model_refuses_an_empty_reason_and_an_unknown_version(tiny_model_artifact):
+    model_version_register(artifact_dir=tiny_model_artifact)
+
+    with pytest.raises(CommandError, match="needs a reason"):
+        run("activate_model", "tiny-model", reason=" ")
+    with pytest.raises(CommandError, match="No model version named"):
+        run("activate_model", "nope", reason="why")
+    assert not ModelVersion.objects.filter(is_active=True).exists()
+
+
+def test_train_classifier_registers_an_inactive_version_and_prints_test_metrics(
+    tiny_training_settings, tmp_path
+):
+    extra = write_jsonl(
+        tmp_path / "reviewed.jsonl",
+        [{"body": "Your nest egg is bulletproof.", "label": 1, "claim_type": "risk_free"}],
+    )
+
+    output = run("train_classifier", epochs=1, name="cmd-model", extra=[str(extra)], no_progress=True)
+
+    version = ModelVersion.objects.get(name="cmd-model")
+    assert not version.is_active
+    assert (tiny_training_settings.MODELS_DIR / "cmd-model" / "model.safetensors").is_file()
+    assert version.extra_data[0]["rows"] == 1
+    assert "registered model version cmd-model" in output
+    assert "test split without novel_phrasing" in output
+    assert "bar: overall recall" in output
+
+
+def test_train_classifier_with_a_bad_extra_file_changes_nothing(tiny_training_settings, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"body": "x", "label": 1, "claim_type": "made_up"}\n')
+
+    with pytest.raises(CommandError, match=r"bad\.jsonl line 1"):
+        run("train_classifier", epochs=1, name="never", extra=[str(bad)], no_progress=True)
+    assert not ModelVersion.objects.exists()
+    assert not (tiny_training_settings.MODELS_DIR / "never").exists()
+
+
+def test_train_classifier_refuses_a_taken_name_before_training(tiny_training_settings, tiny_model_artifact):
+    model_version_register(artifact_dir=tiny_model_artifact)
+
+    with pytest.raises(CommandError, match="already exists"):
+        run("train_classifier", name="tiny-model", no_progress=True)
+
+
+def test_ensure_model_does_nothing_when_a_version_is_active(tiny_model_version):
+    output = run("ensure_model")
+
+    assert "tiny-model is active" in output
+    assert ModelActivation.objects.count() == 1
+
+
+def test_ensure_model_activates_the_newest_intact_trained_version(tiny_training_settings, tmp_path):
+    older = model_version_register(artifact_dir=build_tiny_artifact(tmp_path / "a", name="older", epochs=1))
+    newer = model_version_register(artifact_dir=build_tiny_artifact(tmp_path / "b", name="newer", epochs=1))
+    (tmp_path / "b" / "models" / "newer" / "metrics.json").write_text("{}")  # damaged: skipped
+
+    run("ensure_model")
+
+    older.refresh_from_db()
+    newer.refresh_from_db()
+    assert older.is_active and not newer.is_active
+    assert "make run" in ModelActivation.objects.get().reason
+
+
+def test_ensure_model_trains_and_activates_a_model_when_there_is_none(tiny_training_settings):
+    output = run("ensure_model")
+
+    version = ModelVersion.objects.get()
+    assert version.is_active
+    assert ModelActivation.objects.get().reason == "initial model trained by make run"
+    assert f"activated {version.name}" in output

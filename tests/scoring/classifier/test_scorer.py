@@ -1,0 +1,174 @@
+import time
+
+import numpy as np
+import pytest
+
+from scoring.classifier.scorer import Scorer, ScoreResult
+from scoring.constants import CLAIM_TYPE_CODES, CLASS_LABELS
+from scoring.errors import ModelNotReady, ScoringInputError
+
+NEUTRAL = "The quarterly meeting notes are attached and the agenda covers the office move. "
+TEXTS = [
+    "Your returns are guaranteed.",
+    NEUTRAL * 6 + "This fund will double by March. " + NEUTRAL * 3,
+    "ok",
+    NEUTRAL * 2,
+]
+
+
+def test_scores_are_one_minus_p_no_claim_of_the_best_window_and_the_max_over_windows(tiny_scorer):
+    results = tiny_scorer.score(TEXTS)
+
+    for result in results:
+        assert isinstance(result, ScoreResult)
+        scores = [w.score for w in result.windows]
+        assert result.score == pytest.approx(max(scores))
+        assert result.windows[result.best_window].score == result.score
+        assert result.score == pytest.approx(1 - result.probabilities["no_claim"], abs=1e-6)
+        assert list(result.probabilities) == list(CLASS_LABELS)
+        assert sum(result.probabilities.values()) == pytest.approx(1.0, abs=1e-5)
+        assert result.claim_type in CLAIM_TYPE_CODES
+        best = result.probabilities
+        assert result.claim_type == max(CLAIM_TYPE_CODES, key=best.__getitem__)
+    assert len(results[1].windows) > 3
+
+
+def test_every_window_score_is_the_score_of_its_own_text_span(tiny_scorer):
+    text = TEXTS[1]
+
+    [result] = tiny_scorer.score([text])
+
+    for window in result.windows:
+        [alone] = tiny_scorer.claim_scores([text[window.start : window.end]])
+        assert alone == pytest.approx(window.score, abs=1e-5)
+
+
+def test_results_come_back_in_input_order(tiny_scorer):
+    together = tiny_scorer.claim_scores(TEXTS)
+    one_by_one = [tiny_scorer.claim_scores([text])[0] for text in TEXTS]
+    reversed_ = tiny_scorer.claim_scores(TEXTS[::-1])[::-1]
+
+    assert together == pytest.approx(one_by_one, abs=1e-5)
+    assert together == pytest.approx(reversed_, abs=1e-5)
+    assert len(set(np.round(together, 6))) > 1  # the texts really score differently
+
+
+def test_the_fast_path_agrees_with_the_full_scores(tiny_scorer):
+    assert tiny_scorer.claim_scores(TEXTS) == pytest.approx(
+        [r.score for r in tiny_scorer.score(TEXTS)], abs=1e-6
+    )
+
+
+def test_batches_never_exceed_the_token_budget(tiny_scorer, monkeypatch):
+    shapes = []
+    original = tiny_scorer.model.forward
+
+    def recording_forward(*args, **kwargs):
+        shapes.append(tuple(kwargs["input_ids"].shape))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(tiny_scorer.model, "forward", recording_forward)
+    tiny_scorer.score(TEXTS * 5)
+
+    assert len(shapes) > 1
+    assert all(rows * length <= tiny_scorer.token_budget for rows, length in shapes)
+
+
+def test_identical_windows_run_once(tiny_scorer, monkeypatch):
+    rows_run = []
+    original = tiny_scorer.model.forward
+
+    def counting_forward(*args, **kwargs):
+        rows_run.append(kwargs["input_ids"].shape[0])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(tiny_scorer.model, "forward", counting_forward)
+    scores = tiny_scorer.claim_scores(["Returns are guaranteed."] * 10)
+
+    assert sum(rows_run) == 1
+    assert len(set(scores)) == 1
+
+
+def test_an_empty_batch_gives_no_results(tiny_scorer):
+    assert tiny_scorer.score([]) == []
+    assert tiny_scorer.claim_scores([]) == []
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ("", "nothing to score"),
+        ("   \n\t  ", "nothing to score"),
+        ("\x00\x01\x07\u200b", "nothing to score"),
+        ("ok \ud800 ok", "not valid Unicode"),
+        (None, "must be a string"),
+        (b"bytes", "must be a string"),
+    ],
+)
+def test_refused_input_is_a_clear_error_naming_the_text(tiny_scorer, bad, message):
+    with pytest.raises(ScoringInputError, match=message) as caught:
+        tiny_scorer.score(["fine text", bad])
+
+    assert caught.value.index == 1
+    assert message in caught.value.reason
+
+
+def test_a_text_over_the_character_limit_is_refused_in_bounded_time(tiny_scorer):
+    huge = "a" * 1_000_000
+
+    started = time.monotonic()
+    with pytest.raises(ScoringInputError, match="limit is 5,000"):
+        tiny_scorer.claim_scores([huge])
+    assert time.monotonic() - started < 1.0
+
+
+def test_a_single_string_instead_of_a_list_is_refused(tiny_scorer):
+    with pytest.raises(ScoringInputError, match="sequence of texts"):
+        tiny_scorer.score("Your returns are guaranteed.")
+
+
+def test_emoji_only_text_is_scored(tiny_scorer):
+    [result] = tiny_scorer.score(["🚀🚀🚀 💰💰"])
+
+    assert 0.0 <= result.score <= 1.0
+    assert len(result.windows) == 1
+
+
+def test_control_characters_inside_text_do_not_break_offsets(tiny_scorer):
+    text = "Returns\x00 are\x07 guaranteed\u200b."
+
+    [result] = tiny_scorer.score([text])
+
+    assert result.windows[0].start == 0 and result.windows[0].end == len(text)
+
+
+def test_refusal_reason_lets_a_caller_filter_a_batch_first(tiny_scorer):
+    assert tiny_scorer.refusal_reason("A real message.") is None
+    assert "nothing to score" in tiny_scorer.refusal_reason(" ")
+
+
+def test_a_folder_without_a_model_is_not_ready(tmp_path):
+    with pytest.raises(ModelNotReady, match="No classifier artifact"):
+        Scorer(tmp_path)
+
+
+def test_asking_for_cuda_without_a_gpu_is_a_clear_error(tiny_encoder_dir):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(ModelNotReady, match="no CUDA GPU"):
+        Scorer(tiny_encoder_dir, device="cuda")
+
+
+def test_a_token_budget_smaller_than_a_window_is_refused(tiny_encoder_dir):
+    with pytest.raises(ValueError, match="token_budget"):
+        Scorer(tiny_encoder_dir, device="cpu", window_tokens=128, token_budget=64)
+
+
+def test_the_scorer_runs_on_cpu_in_fp32_without_gradients(tiny_scorer):
+    import torch
+
+    assert tiny_scorer.device == torch.device("cpu")
+    assert next(tiny_scorer.model.parameters()).dtype == torch.float32
+    assert not tiny_scorer.model.training

@@ -1,0 +1,54 @@
+import pytest
+
+from scoring.classifier.threshold import choose_threshold, describe_rule
+
+
+def recall_at(threshold, scores, labels):
+    positives = [s for s, y in zip(scores, labels, strict=True) if y == 1]
+    return sum(s >= threshold for s in positives) / len(positives)
+
+
+def test_the_threshold_is_the_highest_that_keeps_the_target_recall():
+    # 20 claims scored 0.05 .. 1.00, negatives in between
+    claims = [i / 20 for i in range(1, 21)]
+    scores = [*claims, 0.5, 0.9, 0.1]
+    labels = [1] * 20 + [0, 0, 0]
+
+    threshold = choose_threshold(scores, labels, target_recall=0.95)
+
+    assert threshold == pytest.approx(0.10)  # 19 of 20 claims are >= 0.10
+    assert recall_at(threshold, scores, labels) >= 0.95
+    assert recall_at(threshold + 1e-9, scores, labels) < 0.95
+
+
+def test_a_perfect_recall_target_keeps_every_claim():
+    scores = [0.2, 0.9, 0.4, 0.3]
+    labels = [1, 1, 0, 1]
+
+    assert choose_threshold(scores, labels, target_recall=1.0) == pytest.approx(0.2)
+
+
+def test_ties_at_the_threshold_are_all_flagged():
+    scores = [0.7, 0.7, 0.7, 0.1]
+    labels = [1, 1, 1, 1]
+
+    threshold = choose_threshold(scores, labels, target_recall=0.5)
+
+    assert threshold == pytest.approx(0.7)
+    assert recall_at(threshold, scores, labels) == pytest.approx(0.75)
+
+
+def test_without_claims_no_threshold_can_be_chosen():
+    with pytest.raises(ValueError, match="no claims"):
+        choose_threshold([0.1, 0.2], [0, 0])
+
+
+@pytest.mark.parametrize("target", [0.0, -0.1, 1.01])
+def test_a_target_outside_zero_one_is_refused(target):
+    with pytest.raises(ValueError, match="target_recall"):
+        choose_threshold([0.5], [1], target_recall=target)
+
+
+def test_the_rule_is_described_with_its_target():
+    assert "recall >= 0.97" in describe_rule(0.97)
+    assert "validation" in describe_rule()

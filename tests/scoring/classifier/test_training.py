@@ -1,0 +1,199 @@
+import json
+
+import pytest
+
+from scoring.classifier.artifacts import (
+    EVAL_SCORES_NAME,
+    artifact_sha256,
+    read_eval_rows,
+    read_manifest,
+    read_metrics,
+)
+from scoring.classifier.scorer import Scorer
+from scoring.classifier.training import TrainConfig, train, train_and_save
+from scoring.constants import CLASS_LABELS
+from scoring.errors import TrainingDataError
+from tests.support.models import tiny_corpus_rows, tiny_train_config, write_jsonl
+from tests.support.tiny_model import build_tiny_encoder
+
+
+@pytest.fixture(scope="module")
+def tiny_inputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny-inputs")
+    return build_tiny_encoder(root / "base"), write_jsonl(root / "corpus.jsonl", tiny_corpus_rows())
+
+
+def test_training_saves_an_artifact_the_scorer_loads(tiny_model_artifact):
+    names = {p.name for p in tiny_model_artifact.iterdir()}
+
+    assert {
+        "model.safetensors",
+        "config.json",
+        "tokenizer.json",
+        "claimwatch.json",
+        "metrics.json",
+        "MODEL_CARD.md",
+    } <= names
+    scorer = Scorer(tiny_model_artifact, device="cpu", window_tokens=64, stride=32)
+    assert scorer.labels == list(CLASS_LABELS)
+    assert scorer.threshold == read_manifest(tiny_model_artifact)["threshold"]
+
+
+def test_the_tiny_model_learns_to_tell_a_claim_from_neutral_text(tiny_model_artifact):
+    scorer = Scorer(tiny_model_artifact, device="cpu", window_tokens=64, stride=32)
+
+    claim, neutral = scorer.claim_scores(
+        ["We guarantee a 12% annual return on this fund.", "Lunch is at 1 o'clock in the main meeting room."]
+    )
+
+    assert claim > neutral
+
+
+def test_the_manifest_records_what_the_version_needs(tiny_model_artifact):
+    manifest = read_manifest(tiny_model_artifact)
+
+    assert manifest["labels"] == list(CLASS_LABELS)
+    assert 0.0 <= manifest["threshold"] <= 1.0
+    assert "recall >= 0.95" in manifest["threshold_rule"]
+    assert (manifest["window_tokens"], manifest["window_stride"]) == (64, 32)
+    assert manifest["hyperparameters"]["lr"] == pytest.approx(3e-3)
+    assert len(manifest["corpus_sha256"]) == 64
+    assert manifest["extra_data"] == []
+
+
+def test_metrics_report_test_with_and_without_novel_phrasing_and_the_bar(tiny_model_artifact):
+    metrics = read_metrics(tiny_model_artifact)
+
+    for key in ("val", "test", "test_in_distribution", "quality_bar", "training", "threshold_rule"):
+        assert key in metrics
+    assert metrics["training"]["epochs_run"] >= 1
+    assert {c["check"] for c in metrics["quality_bar"]} >= {"overall recall", "overall precision"}
+
+
+def test_stored_eval_scores_match_what_the_saved_model_scores(tiny_model_artifact, tmp_path):
+    rows = {r["id"]: r for r in tiny_corpus_rows()}
+    stored = [r for r in read_eval_rows(tiny_model_artifact) if r["split"] == "test"]
+    scorer = Scorer(tiny_model_artifact, device="cpu", window_tokens=64, stride=32)
+
+    rescored = scorer.claim_scores([rows[r["id"]]["body"] for r in stored])
+
+    assert rescored == pytest.approx([r["score"] for r in stored], abs=1e-5)
+    assert {r["id"] for r in stored} == {i for i, r in rows.items() if r["split"] == "test"}
+
+
+def test_the_threshold_is_chosen_on_val_by_the_rule(tiny_model_artifact):
+    from scoring.classifier.threshold import choose_threshold
+
+    val = [r for r in read_eval_rows(tiny_model_artifact) if r["split"] == "val"]
+
+    assert read_manifest(tiny_model_artifact)["threshold"] == choose_threshold(
+        [r["score"] for r in val], [r["label"] for r in val], target_recall=0.95
+    )
+
+
+def test_extra_rows_train_but_leave_the_test_split_untouched(tiny_inputs, tmp_path):
+    base, corpus = tiny_inputs
+    extra = write_jsonl(
+        tmp_path / "reviewed.jsonl",
+        [
+            {"body": "Your nest egg is bulletproof with us.", "label": 1, "claim_type": "risk_free"},
+            {"body": "Bulletproof vests are on sale this week.", "label": 0, "claim_type": "no_claim"},
+        ],
+    )
+    config = tiny_train_config(base, corpus, epochs=1, extra_paths=(str(extra),))
+
+    result = train(config, progress=False)
+
+    [recorded] = result.manifest["extra_data"]
+    assert recorded["rows"] == 2 and recorded["path"] == str(extra) and len(recorded["sha256"]) == 64
+    test_ids = {r["id"] for r in result.eval_rows if r["split"] == "test"}
+    assert test_ids == {r["id"] for r in tiny_corpus_rows() if r["split"] == "test"}
+    assert (
+        result.metrics["training"]["train_messages"]
+        == sum(r["split"] == "train" for r in tiny_corpus_rows()) + 2
+    )
+
+
+def test_a_bad_extra_file_stops_training_before_anything_is_written(tiny_inputs, tmp_path):
+    base, corpus = tiny_inputs
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"body": "x", "label": "yes", "claim_type": "risk_free"}\n')
+    config = tiny_train_config(base, corpus, extra_paths=(str(bad),))
+
+    with pytest.raises(TrainingDataError, match=r"bad\.jsonl line 1"):
+        train_and_save(config, models_dir=tmp_path / "models", version="never")
+    assert not (tmp_path / "models" / "never").exists()
+
+
+def test_training_is_reproducible_with_the_same_seed(tiny_inputs):
+    base, corpus = tiny_inputs
+    config = tiny_train_config(base, corpus, epochs=1)
+
+    first, second = train(config, progress=False), train(config, progress=False)
+
+    assert first.threshold == second.threshold
+    assert [r["score"] for r in first.eval_rows] == pytest.approx(
+        [r["score"] for r in second.eval_rows], abs=1e-6
+    )
+
+
+def test_the_time_budget_stops_training_and_keeps_a_usable_model(tiny_inputs):
+    base, corpus = tiny_inputs
+    config = tiny_train_config(base, corpus, epochs=50, patience=50, max_minutes=0.001)
+
+    result = train(config, progress=False)
+
+    training = result.metrics["training"]
+    assert training["epochs_run"] < 50
+    assert "time budget" in training["stopped_because"]
+    assert 0.0 <= result.threshold <= 1.0
+
+
+def test_early_stopping_stops_when_val_stops_improving(tiny_inputs):
+    base, corpus = tiny_inputs
+    config = tiny_train_config(base, corpus, epochs=30, patience=0, lr=5e-2)
+
+    result = train(config, progress=False)
+
+    training = result.metrics["training"]
+    assert "early stopping" in training["stopped_because"]
+    assert training["best_epoch"] == training["epochs_run"] - 1
+
+
+@pytest.mark.parametrize(
+    "bad", [{"epochs": 0}, {"lr": 0}, {"batch_size": 0}, {"max_minutes": -1}, {"target_recall": 1.5}]
+)
+def test_nonsense_hyper_parameters_are_refused(bad):
+    with pytest.raises(ValueError):
+        TrainConfig(base_model="x", corpus_path="y", **bad)
+
+
+def test_an_artifact_is_never_overwritten(tiny_model_artifact):
+    with pytest.raises(FileExistsError):
+        train_and_save(
+            TrainConfig(base_model="x", corpus_path="y"),
+            models_dir=tiny_model_artifact.parent,
+            version=tiny_model_artifact.name,
+        )
+
+
+def test_the_artifact_digest_covers_every_file(tiny_model_artifact, tmp_path):
+    import shutil
+
+    copy = shutil.copytree(tiny_model_artifact, tmp_path / "copy")
+    before = artifact_sha256(copy)
+    with (copy / EVAL_SCORES_NAME).open("a") as handle:
+        handle.write(json.dumps({"id": "x"}) + "\n")
+
+    assert artifact_sha256(copy) != before
+    assert artifact_sha256(tiny_model_artifact) == artifact_sha256(
+        shutil.copytree(tiny_model_artifact, tmp_path / "again")
+    )
+
+
+def test_the_model_card_states_scope_limits_and_measured_figures(tiny_model_artifact):
+    card = (tiny_model_artifact / "MODEL_CARD.md").read_text()
+
+    assert "synthetic" in card
+    assert "Threshold" in card and "recall" in card
+    assert "In-distribution test split" in card

@@ -1,0 +1,94 @@
+import itertools
+
+import pytest
+from django.conf import settings
+from transformers import AutoTokenizer
+
+from scoring.classifier.windows import check_window_settings, length_sorted_batches, make_windows
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return AutoTokenizer.from_pretrained(settings.BASE_MODEL_PATH)
+
+
+WORDS = ["apple", "banana", "cherry", "river", "mountain", "table", "window", "garden", "yellow", "orange"]
+LONG = " ".join(WORDS[i % len(WORDS)] + ("." if i % 7 == 6 else "") for i in range(150))  # one token per word
+
+
+def test_a_short_text_is_one_window_covering_the_whole_text(tokenizer):
+    [windows] = make_windows(tokenizer, ["Returns are guaranteed."], window_tokens=16, stride=4)
+
+    assert len(windows) == 1
+    assert (windows[0].start, windows[0].end) == (0, len("Returns are guaranteed."))
+    assert windows[0].input_ids[0] == tokenizer.cls_token_id
+    assert windows[0].input_ids[-1] == tokenizer.sep_token_id
+
+
+def test_long_text_windows_overlap_by_the_stride_and_their_offsets_point_into_the_text(tokenizer):
+    [windows] = make_windows(tokenizer, [LONG], window_tokens=16, stride=6)
+
+    assert len(windows) > 5
+    for window in windows:
+        assert window.n_tokens <= 16
+        # the window's tokens are the tokens of its character span
+        again = tokenizer(LONG[window.start : window.end])["input_ids"]
+        assert tuple(again) == window.input_ids
+    for first, second in itertools.pairwise(windows):
+        assert first.input_ids[-1 - 6 : -1] == second.input_ids[1 : 1 + 6]  # 6 shared tokens
+        assert second.start < first.end
+    assert windows[0].start == 0
+    assert windows[-1].end == len(LONG.rstrip())
+
+
+def test_windows_come_back_per_text_in_input_order(tokenizer):
+    texts = ["short one", LONG, "another short"]
+
+    per_text = make_windows(tokenizer, texts, window_tokens=16, stride=6)
+
+    assert len(per_text[0]) == 1 and len(per_text[1]) > 1 and len(per_text[2]) == 1
+    assert all(w.text_index == i for i, windows in enumerate(per_text) for w in windows)
+
+
+def test_an_empty_text_gives_one_window_without_content(tokenizer):
+    [[window]] = make_windows(tokenizer, [""], window_tokens=16, stride=6)
+
+    assert window.n_content_tokens == 0
+    assert (window.start, window.end) == (0, 0)
+
+
+@pytest.mark.parametrize(("window", "stride"), [(4, 1), (16, 14), (16, 20), (16, -1)])
+def test_impossible_window_settings_are_refused(window, stride):
+    with pytest.raises(ValueError):
+        check_window_settings(window, stride)
+
+
+def test_windows_longer_than_the_model_positions_are_refused():
+    with pytest.raises(ValueError, match="positions"):
+        check_window_settings(1024, 64, max_positions=512)
+
+
+def test_batches_hold_every_item_once_and_stay_under_the_token_budget():
+    lengths = [5, 120, 33, 64, 7, 128, 90, 12, 12, 64, 3]
+
+    batches = list(length_sorted_batches(lengths, token_budget=256))
+
+    indices = [i for batch in batches for i in batch.indices]
+    assert sorted(indices) == list(range(len(lengths)))
+    for batch in batches:
+        assert batch.padded_length == max(lengths[i] for i in batch.indices)
+        assert len(batch.indices) * batch.padded_length <= 256
+
+
+def test_an_item_longer_than_the_budget_runs_alone():
+    batches = list(length_sorted_batches([10, 500, 20], token_budget=100))
+
+    assert [b.indices for b in batches if b.padded_length == 500] == [(1,)]
+
+
+def test_batches_are_sorted_by_length_so_padding_is_small():
+    lengths = [100, 3, 100, 3, 100, 3]
+
+    batches = list(length_sorted_batches(lengths, token_budget=300))
+
+    assert [sorted(lengths[i] for i in b.indices) for b in batches] == [[3, 3, 3], [100, 100, 100]]

@@ -1,0 +1,221 @@
+"""Model fixtures for every test suite.
+
+- `tiny_model_artifact` (session): a tiny BERT (tests/support/tiny_model.py) fine-tuned for a
+  few epochs on a small hand-written corpus by the real training code, saved as a real artifact
+  (threshold chosen by the real rule). Seconds to build; scores "guaranteed returns" text above
+  neutral text, but it is a toy: use it to exercise plumbing, not to judge quality.
+- `tiny_model_version` (function): that artifact registered and ACTIVE in the test's database.
+- `trained_model_artifact` (session): the real classifier, trained with the default
+  configuration on the real corpus, cached under var/test-cache/<hash of corpus sha256,
+  hyper-parameters and training code>/ so reruns are fast (CI trains it from scratch).
+- `trained_model_version` (function): that artifact registered and ACTIVE.
+
+The artifacts are session-scoped (built once); the ModelVersion rows are function-scoped,
+because rows must live inside each test's transaction (or survive a transactional test's flush).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from scoring.classifier.training import TrainConfig, train_and_save
+from tests.support.tiny_model import build_tiny_encoder
+
+CLAIMS = {
+    "guaranteed_returns": [
+        "Your returns are guaranteed at {n} percent every year.",
+        "We guarantee a {n}% annual return on this fund.",
+        "This bond pays a guaranteed {n} percent yield, no matter what.",
+        "Profits of {n}% are certain with our plan.",
+    ],
+    "risk_free": [
+        "This investment is completely risk-free.",
+        "There is zero risk to your capital with this product.",
+        "Your principal is totally safe, you cannot lose money.",
+        "A risk-free way to grow your savings by {n}%.",
+    ],
+    "performance_forecast": [
+        "This stock will double by March.",
+        "Expect the shares to rise {n}% before the summer.",
+        "The fund will gain {n} percent next quarter.",
+        "Our pick is going to triple in value this year.",
+    ],
+    "regulatory_endorsement": [
+        "The SEC approved this fund for all investors.",
+        "This product is endorsed by the FCA.",
+        "Regulators have backed this investment.",
+        "The fund carries the SEC's seal of approval.",
+    ],
+}
+NEGATIVES = [
+    "Guaranteed delivery within {n} days for all orders.",
+    "Please see the returns policy attached to the invoice.",
+    "Start your risk-free {n}-day trial of the newsletter.",
+    "The SEC filing is attached for your records.",
+    "We cannot guarantee returns; past performance is no guide.",
+    "Lunch is at {n} o'clock in the main meeting room.",
+    "Please review the quarterly statement and call me back.",
+    "The office will be closed on Monday for maintenance.",
+]
+FILLER = (
+    "The meeting notes from the quarterly review are attached and the agenda covers staffing, "
+    "the office move, holiday cover and the new printer on the third floor. "
+)
+
+
+def tiny_corpus_rows(seed: int = 0) -> list[dict]:
+    """A small labelled corpus in the corpus schema, with rationales, slices and long rows."""
+    rng = random.Random(seed)
+    rows: list[dict] = []
+
+    def add(body: str, label: int, claim_type: str, spans: list, slices: list) -> None:
+        split = ("train", "train", "train", "val", "test")[len(rows) % 5]
+        rows.append(
+            {
+                "id": f"tiny-{len(rows):04d}",
+                "body": body,
+                "label": label,
+                "claim_type": claim_type,
+                "rationales": spans,
+                "split": split,
+                "slices": slices,
+            }
+        )
+
+    for round_ in range(4):
+        for code, templates in CLAIMS.items():
+            for template in templates:
+                claim = template.format(n=rng.randint(5, 40))
+                if round_ == 3:  # padded: the claim buried in neutral text
+                    before = FILLER * rng.randint(3, 5)
+                    body = before + claim + " " + FILLER * 2
+                    add(body, 1, code, [[len(before), len(before) + len(claim)]], ["padded"])
+                else:
+                    add(claim, 1, code, [[0, len(claim)]], [])
+        for template in NEGATIVES:
+            body = template.format(n=rng.randint(2, 30))
+            if round_ == 3:
+                body = FILLER * 4 + body
+            slices = ["hard_negative"] if NEGATIVES.index(template) < 4 else []
+            add(body, 0, "no_claim", [], slices + (["padded"] if round_ == 3 else []))
+    return rows
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def tiny_train_config(base_model: Path, corpus: Path, **overrides) -> TrainConfig:
+    values = {
+        "base_model": str(base_model),
+        "corpus_path": str(corpus),
+        "epochs": 12,
+        "lr": 3e-3,
+        "batch_size": 8,
+        "seed": 0,
+        "patience": 12,
+        "window_tokens": 64,
+        "stride": 32,
+        "max_minutes": None,
+        "device": "cpu",
+    }
+    values.update(overrides)
+    return TrainConfig(**values)
+
+
+def build_tiny_artifact(root: Path, *, name: str = "tiny-model", **overrides) -> Path:
+    """Train the tiny BERT on the tiny corpus with the real training code; return the artifact."""
+    base = build_tiny_encoder(root / "tiny-base")
+    corpus = write_jsonl(root / "tiny-corpus.jsonl", tiny_corpus_rows())
+    config = tiny_train_config(base, corpus, **overrides)
+    return train_and_save(config, models_dir=root / "models", version=name, progress=False)
+
+
+def _code_digest() -> str:
+    digest = hashlib.sha256()
+    for name in ("training.py", "data.py", "windows.py", "scorer.py", "threshold.py", "metrics.py"):
+        digest.update((Path(settings.BASE_DIR) / "scoring" / "classifier" / name).read_bytes())
+    return digest.hexdigest()
+
+
+def default_train_config() -> TrainConfig:
+    """The configuration `train_classifier` uses with no options (the quality bar's subject)."""
+    return TrainConfig(
+        base_model=settings.BASE_MODEL_PATH,
+        corpus_path=str(settings.CORPUS_PATH),
+        window_tokens=settings.WINDOW_TOKENS,
+        stride=settings.WINDOW_STRIDE,
+        target_recall=settings.THRESHOLD_TARGET_RECALL,
+        max_minutes=settings.TRAIN_MAX_MINUTES,
+        device=settings.SCORING_DEVICE,
+        token_budget=settings.TOKEN_BUDGET,
+    )
+
+
+def trained_cache_dir(config: TrainConfig) -> Path:
+    from scoring.classifier.data import corpus_sha256
+
+    key = json.dumps(
+        {
+            "corpus": corpus_sha256(config.corpus_path),
+            "hyperparameters": config.hyperparameters(),
+            "base_model": Path(config.base_model).name,
+            "code": _code_digest(),
+        },
+        sort_keys=True,
+    )
+    return Path(settings.VAR_DIR) / "test-cache" / hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def build_trained_artifact() -> Path:
+    """The real trained model, from the cache or trained now (<= 10 min on the CI CPU)."""
+    config = default_train_config()
+    if not Path(config.corpus_path).is_file():
+        pytest.fail(f"The labelled corpus {config.corpus_path} is missing: the real model cannot be trained.")
+    cache = trained_cache_dir(config)
+    artifact = cache / "trained-claims"
+    if not artifact.is_dir():
+        train_and_save(config, models_dir=cache, version="trained-claims", progress=True)
+    return artifact
+
+
+def _register_active(artifact: Path, reason: str):
+    from scoring.models import ModelVersion
+    from scoring.services.model_versions import model_version_activate, model_version_register
+
+    existing = ModelVersion.objects.filter(artifact_path=str(artifact.resolve()), parent=None).first()
+    version = existing or model_version_register(artifact_dir=artifact)
+    if not version.is_active:
+        model_version_activate(version=version, reason=reason)
+        version.refresh_from_db()
+    return version
+
+
+@pytest.fixture(scope="session")
+def tiny_model_artifact(tmp_path_factory) -> Path:
+    return build_tiny_artifact(tmp_path_factory.mktemp("tiny-model"))
+
+
+@pytest.fixture
+def tiny_model_version(db, tiny_model_artifact):
+    """A registered, active ModelVersion whose artifact is the tiny trained BERT."""
+    return _register_active(tiny_model_artifact, "tiny model for tests")
+
+
+@pytest.fixture(scope="session")
+def trained_model_artifact() -> Path:
+    return build_trained_artifact()
+
+
+@pytest.fixture
+def trained_model_version(db, trained_model_artifact):
+    """A registered, active ModelVersion of the real trained classifier."""
+    return _register_active(trained_model_artifact, "trained model for tests")
