@@ -15,3 +15,7 @@ class ModelNotReady(ScoringError):
 
 class ScoringInputError(ScoringError):
     """A text the scorer refuses (empty, too long), with the reason."""
+
+
+class RuleSetError(ScoringError):
+    """A rule-set edit that cannot be published (bad rule, stale base, no permission)."""
