@@ -35,3 +35,7 @@ class ModelVersionError(ScoringError):
 
 class TrainingDataError(ScoringError):
     """Training data (the corpus or an --extra file) is missing or has a malformed row."""
+
+
+class RuleSetError(ScoringError):
+    """A rule-set edit that cannot be published (bad rule, stale base, no permission)."""

@@ -1,10 +1,86 @@
-"""Reads of the scoring app. Each returns a QuerySet shaped for its caller (no N+1)."""
+"""Reads of the scoring app. Each returns what its caller needs in a fixed number of queries."""
 
 from __future__ import annotations
 
-from django.db.models import Prefetch, QuerySet
+import threading
+from datetime import datetime
 
-from scoring.models import Message, Prediction, RuleMatch
+from django.db.models import Count, Prefetch, QuerySet
+
+from scoring.models import Message, Prediction, Rule, RuleMatch, RuleSet
+from scoring.rules import CompiledRules, RuleSpec, compile_rules
+
+
+def active_rule_set() -> RuleSet | None:
+    """The active rule set, or None on a database without one."""
+    return RuleSet.objects.filter(is_active=True).first()
+
+
+def rule_sets_with_counts() -> QuerySet[RuleSet]:
+    """Every rule set, newest first, with its number of rules (for lists: no N+1)."""
+    return RuleSet.objects.select_related("created_by").annotate(rule_count=Count("rules"))
+
+
+def rules_of(rule_set: RuleSet) -> QuerySet[Rule]:
+    """The rules of one set (enabled or not), in code order, with their claim types."""
+    return rule_set.rules.select_related("claim_type").order_by("code")
+
+
+def rule_spec_of(rule: Rule, version: int) -> RuleSpec:
+    """A Rule row flattened into what the pure engine needs."""
+    return RuleSpec(
+        rule_id=rule.pk,
+        code=rule.code,
+        rule_set_version=version,
+        claim_type=rule.claim_type.code,
+        pattern=rule.pattern,
+        context_terms=tuple(rule.context_terms or ()),
+        context_window=rule.context_window,
+        negation_guard=rule.negation_guard,
+    )
+
+
+def active_rule_specs() -> list[RuleSpec]:
+    """The enabled rules of the active rule set, in code order. One query."""
+    rules = (
+        Rule.objects.filter(rule_set__is_active=True, enabled=True)
+        .select_related("rule_set", "claim_type")
+        .order_by("code")
+    )
+    return [rule_spec_of(rule, rule.rule_set.version) for rule in rules]
+
+
+# Published rule sets are never edited in place (scoring.services.rule_sets publishes a new
+# version instead), so the active set's identity is a sound cache key. created_at is part of it
+# because a rolled-back test transaction can hand the same pk and version to different content.
+_cache_lock = threading.Lock()
+_cache: tuple[tuple[int, int, datetime] | None, CompiledRules] | None = None
+
+
+def active_compiled_rules() -> CompiledRules:
+    """The active rules, compiled. Costs one small query per call; recompiles only when the
+    active rule set changed since the last call in this process."""
+    global _cache
+    row = RuleSet.objects.filter(is_active=True).values_list("pk", "version", "created_at").first()
+    key = tuple(row) if row else None
+    cached = _cache
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    with _cache_lock:
+        compiled = compile_rules(active_rule_specs()) if key else CompiledRules()
+        # Between the two reads another publish may have happened: key by what was compiled.
+        versions = compiled.versions
+        if key is not None and versions and versions != {key[1]}:
+            key = None  # compiled a newer set than keyed: do not cache a mismatched pair
+        _cache = (key, compiled) if key is not None else None
+        return compiled
+
+
+def clear_compiled_rules_cache() -> None:
+    """Forget the compiled rules (tests; never needed in production)."""
+    global _cache
+    with _cache_lock:
+        _cache = None
 
 
 def messages_for_api_list() -> QuerySet[Message]:

@@ -1,0 +1,189 @@
+"""Admin for compliance admins: claim types (names and descriptions) and rule-set versions.
+
+Only superusers and staff users in the compliance_admin group see these pages. A published rule
+set is read-only here; "Publish as new version" opens an editor whose result becomes a new
+active version (scoring.services.rule_sets.rule_set_publish), so earlier matches keep the
+version that produced them.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+
+from reviews.roles import Role, has_role
+from scoring.errors import RuleSetError
+from scoring.forms import PublishForm, RuleFormSet, initial_for
+from scoring.models import ClaimType, Rule, RuleSet
+from scoring.selectors import active_rule_set, rule_sets_with_counts, rules_of
+from scoring.services.rule_sets import rule_draft_of, rule_set_publish
+
+
+def is_compliance_admin(request: HttpRequest) -> bool:
+    user = request.user
+    return bool(user.is_active and user.is_staff and has_role(user, Role.COMPLIANCE_ADMIN))
+
+
+class ComplianceAdminOnly:
+    """Model-admin permissions: compliance admins (with staff status) and superusers only."""
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_compliance_admin(request)
+
+    def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return is_compliance_admin(request)
+
+
+@admin.register(ClaimType)
+class ClaimTypeAdmin(ComplianceAdminOnly, admin.ModelAdmin):
+    list_display = ("position", "code", "name")
+    fields = ("code", "position", "name", "description")
+    readonly_fields = ("code", "position")  # classes of the classifier head: never renamed
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return is_compliance_admin(request)
+
+
+class RuleInline(admin.TabularInline):
+    model = Rule
+    fields = (
+        "code",
+        "claim_type",
+        "pattern",
+        "context_terms",
+        "context_window",
+        "negation_guard",
+        "enabled",
+        "description",
+    )
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Rule]:
+        return super().get_queryset(request).select_related("claim_type", "rule_set")
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return is_compliance_admin(request)
+
+
+@admin.register(RuleSet)
+class RuleSetAdmin(ComplianceAdminOnly, admin.ModelAdmin):
+    list_display = ("version", "is_active", "note", "rule_count", "created_by", "created_at")
+    list_display_links = ("version",)
+    fields = ("version", "is_active", "note", "created_by", "created_at")
+    readonly_fields = fields
+    inlines = [RuleInline]
+    actions = ["publish_copy"]
+    change_form_template = "admin/scoring/ruleset/change_form.html"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[RuleSet]:
+        return rule_sets_with_counts()
+
+    @admin.display(description="rules", ordering="rule_count")
+    def rule_count(self, obj: RuleSet) -> int:
+        return obj.rule_count
+
+    # Published versions are history: nobody adds, edits or deletes one in place.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def get_actions(self, request: HttpRequest) -> dict:
+        # Django only offers actions to users with a matching permission; ours is publish.
+        actions = super().get_actions(request)
+        if not is_compliance_admin(request):
+            actions.pop("publish_copy", None)
+        return actions
+
+    @admin.action(description="Publish the selected version unchanged as the new active version (roll back)")
+    def publish_copy(self, request: HttpRequest, queryset: QuerySet[RuleSet]) -> None:
+        if queryset.count() != 1:
+            self.message_user(request, "Select exactly one rule-set version to publish.", messages.ERROR)
+            return
+        base = queryset.get()
+        try:
+            published = rule_set_publish(
+                base=base, user=request.user, note=f"Published again from v{base.version} (roll back)."
+            )
+        except RuleSetError as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return
+        self.message_user(
+            request, f"Published v{published.version} (a copy of v{base.version}); it is active now."
+        )
+
+    def get_urls(self) -> list:
+        urls = [
+            path(
+                "<int:object_id>/publish/",
+                self.admin_site.admin_view(self.publish_view),
+                name="scoring_ruleset_publish",
+            )
+        ]
+        return urls + super().get_urls()
+
+    def publish_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        """Edit a copy of a version and publish it as the new active version."""
+        if not is_compliance_admin(request):
+            raise PermissionDenied
+        base = get_object_or_404(RuleSet, pk=object_id)
+        active = active_rule_set()
+        base_drafts = [rule_draft_of(rule) for rule in rules_of(base)]
+        initial = [initial_for(draft) for draft in base_drafts]
+        if request.method == "POST":
+            form = PublishForm(request.POST)
+            formset = RuleFormSet(request.POST, initial=initial, prefix="rules")
+            if form.is_valid() and formset.is_valid():
+                add, change, remove = formset.changes()
+                try:
+                    published = rule_set_publish(
+                        base=base,
+                        user=request.user,
+                        note=form.cleaned_data["note"],
+                        add=add,
+                        change=change,
+                        remove=remove,
+                        expected_active_version=form.cleaned_data["expected_active_version"],
+                    )
+                except RuleSetError as exc:
+                    form.add_error(None, str(exc))
+                else:
+                    self.message_user(request, f"Published rule set v{published.version}; it is active now.")
+                    return HttpResponseRedirect(reverse("admin:scoring_ruleset_change", args=[published.pk]))
+        else:
+            form = PublishForm(initial={"expected_active_version": active.version if active else None})
+            formset = RuleFormSet(initial=initial, prefix="rules")
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Publish a new version based on v{base.version}",
+            "base": base,
+            "active": active,
+            "form": form,
+            "formset": formset,
+        }
+        return TemplateResponse(request, "admin/scoring/ruleset/publish.html", context)

@@ -1,0 +1,244 @@
+"""The rule engine: cheap, high-precision phrase rules over message text. Pure Python, no Django.
+
+A rule is a case-insensitive regular expression (`RuleSpec.pattern`) plus two guards:
+
+- **context terms**: when a rule lists any, at least one of them must occur within
+  `context_window` words before or after the match (the match itself does not count). A term is
+  a literal word or phrase matched as whole words, case-insensitively; a trailing `*` makes it
+  a prefix (`invest*` matches "invest", "investing", "investment"). This is what tells
+  "risk-free investment" from "risk-free trial".
+- **negation guard**: when set, a negation word (`NEGATIONS`) among the `NEGATION_WINDOW` words
+  just before the match, within the same clause (the look-back stops at `.`, `!`, `?`, `;`,
+  `:` and line breaks), suppresses the hit: "we cannot guarantee returns", "the fund is not
+  approved by the SEC". A negation *inside* the match is the pattern's business: "no risk" is
+  a claim, so patterns decide for themselves.
+
+Rules are deliberately a net with small holes: they catch the plain phrasings and miss the
+euphemisms ("your principal is bulletproof"), which is exactly the signal the monitoring of
+"model flags no rule explains" needs.
+
+Matching is linear in the text for the seeded patterns: each compiled pattern scans the text
+once, and the word index used by the guards is built once per text, only when a guarded rule
+has matched.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+# Words that negate what follows. Curly apostrophes are folded to ' before matching.
+NEGATIONS: frozenset[str] = frozenset(
+    {
+        "not",
+        "no",
+        "never",
+        "cannot",
+        "can't",
+        "cant",
+        "isn't",
+        "aren't",
+        "won't",
+        "wont",
+        "wasn't",
+        "weren't",
+        "don't",
+        "doesn't",
+        "didn't",
+        "shouldn't",
+        "couldn't",
+        "wouldn't",
+        "nor",
+        "neither",
+        "without",
+        "none",
+        "nothing",
+        "hardly",
+    }
+)
+# How many words before a match the negation guard looks at (within the same clause).
+NEGATION_WINDOW = 3
+# Characters that end a clause for the negation look-back.
+_CLAUSE_END = re.compile(r"[.!?;:\n]")
+# A word for the guards: letters/digits with inner apostrophes or hyphens ("can't", "risk-free").
+_WORD = re.compile(r"\w+(?:['\-]\w+)*")
+# Same-length folding so that offsets into the folded text are offsets into the original.
+_FOLD = str.maketrans({"\u2019": "'", "\u2018": "'", "\u2010": "-", "\u2011": "-", "\u2013": "-"})
+
+
+class RuleError(ValueError):
+    """A rule that cannot be compiled or is malformed; the message names the rule."""
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """A rule as the engine sees it (a Rule row flattened, or a rule being validated)."""
+
+    rule_id: int
+    code: str
+    rule_set_version: int
+    claim_type: str
+    pattern: str
+    context_terms: tuple[str, ...] = ()
+    context_window: int = 8
+    negation_guard: bool = True
+
+
+@dataclass(frozen=True)
+class RuleHit:
+    """One match: which rule (id, code, rule-set version), its claim type, and the character
+    span `[start, end)` into the original text with the matched text."""
+
+    rule_id: int
+    code: str
+    rule_set_version: int
+    claim_type: str
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class _CompiledRule:
+    spec: RuleSpec
+    regex: re.Pattern[str]
+    context: re.Pattern[str] | None
+
+
+@dataclass(frozen=True)
+class CompiledRules:
+    """Rules with their patterns compiled once; reuse it for every message."""
+
+    rules: tuple[_CompiledRule, ...] = ()
+    versions: frozenset[int] = field(default_factory=frozenset)
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+
+def _describe(spec: RuleSpec) -> str:
+    return f"Rule {spec.code} (id {spec.rule_id}, rule set v{spec.rule_set_version})"
+
+
+def _context_regex(spec: RuleSpec) -> re.Pattern[str] | None:
+    parts = []
+    for raw in spec.context_terms:
+        term = raw.strip() if isinstance(raw, str) else ""
+        if not term or term == "*":
+            raise RuleError(f"{_describe(spec)}: context term {raw!r} is empty.")
+        prefix = term.endswith("*")
+        words = term.rstrip("*").split()
+        body = r"\s+".join(re.escape(word) for word in words)
+        parts.append(rf"\b{body}" + (r"[\w'\-]*" if prefix else r"\b"))
+    if not parts:
+        return None
+    return re.compile("|".join(parts), re.IGNORECASE)
+
+
+def compile_rule(spec: RuleSpec) -> _CompiledRule:
+    """Compile one rule, raising RuleError (naming the rule) for anything malformed."""
+    if not isinstance(spec.pattern, str) or not spec.pattern.strip():
+        raise RuleError(f"{_describe(spec)}: the pattern is empty.")
+    try:
+        regex = re.compile(spec.pattern, re.IGNORECASE)
+    except re.error as exc:
+        raise RuleError(f"{_describe(spec)}: invalid pattern {spec.pattern!r}: {exc}.") from exc
+    if regex.search("") is not None:
+        # A pattern that matches nothing at all would "hit" at every position of every message.
+        raise RuleError(f"{_describe(spec)}: pattern {spec.pattern!r} matches the empty text.")
+    if not isinstance(spec.context_window, int) or spec.context_window < 1:
+        raise RuleError(f"{_describe(spec)}: context window must be a whole number of words >= 1.")
+    return _CompiledRule(spec=spec, regex=regex, context=_context_regex(spec))
+
+
+def compile_rules(specs: Iterable[RuleSpec]) -> CompiledRules:
+    """Compile every rule once (case-insensitive). Raises RuleError naming the first bad rule."""
+    compiled = tuple(compile_rule(spec) for spec in specs)
+    return CompiledRules(rules=compiled, versions=frozenset(r.spec.rule_set_version for r in compiled))
+
+
+class _WordIndex:
+    """Word spans of one text, built once, for the context and negation windows."""
+
+    def __init__(self, text: str) -> None:
+        spans = [(m.start(), m.end()) for m in _WORD.finditer(text)]
+        self.starts = [s for s, _ in spans]
+        self.ends = [e for _, e in spans]
+        self.words = [text[s:e].lower() for s, e in spans]
+
+    def before(self, pos: int) -> int:
+        """Number of words that end at or before `pos`."""
+        return bisect.bisect_right(self.ends, pos)
+
+    def from_(self, pos: int) -> int:
+        """Index of the first word that starts at or after `pos`."""
+        return bisect.bisect_left(self.starts, pos)
+
+
+def _negated(text: str, index: _WordIndex, start: int) -> bool:
+    i = index.before(start)
+    for j in range(i - 1, max(i - 1 - NEGATION_WINDOW, -1), -1):
+        # Stop at a clause boundary between this word and the match.
+        if _CLAUSE_END.search(text, index.ends[j], start):
+            return False
+        if index.words[j] in NEGATIONS:
+            return True
+    return False
+
+
+def _in_context(text: str, index: _WordIndex, rule: _CompiledRule, start: int, end: int) -> bool:
+    assert rule.context is not None
+    window = rule.spec.context_window
+    n_before = index.before(start)
+    if n_before:
+        lo = index.starts[max(n_before - window, 0)]
+        if rule.context.search(text, lo, start):
+            return True
+    first_after = index.from_(end)
+    if first_after < len(index.starts):
+        hi = index.ends[min(first_after + window, len(index.ends)) - 1]
+        if rule.context.search(text, end, hi):
+            return True
+    return False
+
+
+def match(text: str, compiled: CompiledRules) -> list[RuleHit]:
+    """Every rule hit in `text`, as character spans into the original text, sorted by
+    (start, end, rule id). Hits of one rule never overlap (each stretch of text is reported
+    once); different rules may report the same phrase."""
+    if not isinstance(text, str):
+        raise TypeError(f"match() needs a str, not {type(text).__name__}.")
+    if not text or not compiled.rules:
+        return []
+    folded = text.translate(_FOLD)
+    index: _WordIndex | None = None
+    hits: list[RuleHit] = []
+    for rule in compiled.rules:
+        spec = rule.spec
+        # finditer never overlaps its own matches, so one rule reports a stretch of text once.
+        for m in rule.regex.finditer(folded):
+            start, end = m.span()
+            if start == end:
+                continue
+            if spec.negation_guard or rule.context is not None:
+                if index is None:
+                    index = _WordIndex(folded)
+                if spec.negation_guard and _negated(folded, index, start):
+                    continue
+                if rule.context is not None and not _in_context(folded, index, rule, start, end):
+                    continue
+            hits.append(
+                RuleHit(
+                    rule_id=spec.rule_id,
+                    code=spec.code,
+                    rule_set_version=spec.rule_set_version,
+                    claim_type=spec.claim_type,
+                    start=start,
+                    end=end,
+                    text=text[start:end],
+                )
+            )
+    hits.sort(key=lambda h: (h.start, h.end, h.rule_id))
+    return hits

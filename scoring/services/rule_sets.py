@@ -1,0 +1,223 @@
+"""Rule-set versions: an edit is published as a new version and activated in one transaction.
+
+A published rule set is never changed in place. Editing means: take a base version, apply the
+changes, save the result as version max+1 and make it the active one, atomically. Rule matches
+recorded earlier keep pointing at the rules (and version) that produced them, so an old match
+stays explainable after any edit. Rolling back is publishing an old version unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+
+from reviews.roles import Role, has_role
+from scoring.errors import RuleSetError
+from scoring.models import ClaimType, Rule, RuleSet
+from scoring.rules import RuleError, RuleSpec, compile_rule
+
+_CODE = re.compile(r"^[-a-zA-Z0-9_]+$")
+MAX_PATTERN_CHARS = Rule._meta.get_field("pattern").max_length
+MAX_CODE_CHARS = Rule._meta.get_field("code").max_length
+MAX_NOTE_CHARS = RuleSet._meta.get_field("note").max_length
+MAX_DESCRIPTION_CHARS = Rule._meta.get_field("description").max_length
+MAX_CONTEXT_WINDOW = 100
+
+
+@dataclass(frozen=True)
+class RuleDraft:
+    """The editable content of one rule, identified within a set by its stable `code`."""
+
+    code: str
+    claim_type: str
+    pattern: str
+    context_terms: tuple[str, ...] = ()
+    context_window: int = 8
+    negation_guard: bool = True
+    enabled: bool = True
+    description: str = ""
+
+
+RULE_FIELDS = frozenset(f.name for f in dataclasses.fields(RuleDraft))
+
+
+def rule_draft_of(rule: Rule) -> RuleDraft:
+    """The draft that reproduces a saved rule."""
+    return RuleDraft(
+        code=rule.code,
+        claim_type=rule.claim_type.code,
+        pattern=rule.pattern,
+        context_terms=tuple(rule.context_terms or ()),
+        context_window=rule.context_window,
+        negation_guard=rule.negation_guard,
+        enabled=rule.enabled,
+        description=rule.description,
+    )
+
+
+def _normalise(draft: RuleDraft) -> RuleDraft:
+    terms = draft.context_terms
+    if isinstance(terms, str) or not isinstance(terms, Iterable):
+        raise RuleSetError(f"Rule {draft.code}: context terms must be a list of words, not {terms!r}.")
+    return dataclasses.replace(draft, context_terms=tuple(terms))
+
+
+def _validate(draft: RuleDraft, claim_codes: set[str]) -> None:
+    code = draft.code
+    if not isinstance(code, str) or not _CODE.match(code) or len(code) > MAX_CODE_CHARS:
+        raise RuleSetError(
+            f"Rule code {code!r} is not valid: use up to {MAX_CODE_CHARS} letters, digits, - or _."
+        )
+    if draft.claim_type not in claim_codes:
+        raise RuleSetError(
+            f"Rule {code}: unknown claim type {draft.claim_type!r} (known: {', '.join(sorted(claim_codes))})."
+        )
+    if not isinstance(draft.pattern, str) or len(draft.pattern) > MAX_PATTERN_CHARS:
+        raise RuleSetError(
+            f"Rule {code}: the pattern must be text of at most {MAX_PATTERN_CHARS} characters."
+        )
+    window = draft.context_window
+    if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= MAX_CONTEXT_WINDOW:
+        raise RuleSetError(
+            f"Rule {code}: the context window must be a whole number from 1 to {MAX_CONTEXT_WINDOW}."
+        )
+    if not all(isinstance(term, str) for term in draft.context_terms):
+        raise RuleSetError(f"Rule {code}: every context term must be text.")
+    if not isinstance(draft.negation_guard, bool) or not isinstance(draft.enabled, bool):
+        raise RuleSetError(f"Rule {code}: negation_guard and enabled must be true or false.")
+    if not isinstance(draft.description, str) or len(draft.description) > MAX_DESCRIPTION_CHARS:
+        raise RuleSetError(
+            f"Rule {code}: the description must be at most {MAX_DESCRIPTION_CHARS} characters."
+        )
+    spec = RuleSpec(
+        rule_id=0,
+        code=code,
+        rule_set_version=0,
+        claim_type=draft.claim_type,
+        pattern=draft.pattern,
+        context_terms=draft.context_terms,
+        context_window=window,
+        negation_guard=draft.negation_guard,
+    )
+    try:
+        compile_rule(spec)
+    except RuleError as exc:
+        raise RuleSetError(str(exc).replace(" (id 0, rule set v0)", "")) from exc
+
+
+def _apply_changes(
+    base: list[RuleDraft],
+    add: Sequence[RuleDraft],
+    change: Mapping[str, Mapping[str, Any]],
+    remove: Iterable[str],
+) -> list[RuleDraft]:
+    drafts = {draft.code: draft for draft in base}
+    for code in remove:
+        if code not in drafts:
+            raise RuleSetError(f"Cannot remove rule {code!r}: the base version has no such rule.")
+        del drafts[code]
+    for code, fields in change.items():
+        if code not in drafts:
+            raise RuleSetError(
+                f"Cannot change rule {code!r}: the base version has no such rule (or it is removed)."
+            )
+        unknown = set(fields) - RULE_FIELDS
+        if unknown:
+            raise RuleSetError(f"Rule {code}: unknown field(s) {', '.join(sorted(unknown))}.")
+        updated = _normalise(dataclasses.replace(drafts[code], **fields))
+        del drafts[code]
+        if updated.code in drafts:
+            raise RuleSetError(f"Cannot rename rule {code} to {updated.code}: that code is taken.")
+        drafts[updated.code] = updated
+    for draft in add:
+        if not isinstance(draft, RuleDraft):
+            raise RuleSetError(f"A new rule must be a RuleDraft, not {type(draft).__name__}.")
+        if draft.code in drafts:
+            raise RuleSetError(f"Cannot add rule {draft.code}: that code already exists in this version.")
+        drafts[draft.code] = _normalise(draft)
+    return sorted(drafts.values(), key=lambda d: d.code)
+
+
+def rule_set_publish(
+    *,
+    base: RuleSet,
+    user: AbstractBaseUser,
+    note: str,
+    add: Sequence[RuleDraft] = (),
+    change: Mapping[str, Mapping[str, Any]] | None = None,
+    remove: Iterable[str] = (),
+    expected_active_version: int | None = None,
+) -> RuleSet:
+    """Publish `base` with the changes as a new rule-set version and activate it atomically.
+
+    `remove` lists rule codes to drop, `change` maps a rule code to the fields to replace
+    (any of RULE_FIELDS, `code` included to rename), `add` gives new rules. Publishing an
+    inactive base unchanged is how to roll back. With `expected_active_version`, the publish
+    is refused when another version became active meanwhile (the admin form passes the version
+    it showed, so two admins editing at once cannot overwrite each other silently).
+
+    Promises: only compliance admins (and superusers) publish; every rule compiles; on any
+    error a RuleSetError says what is wrong and nothing is written; exactly one set is active
+    afterwards; no existing rule or rule set is modified except the old set's is_active flag.
+    """
+    if not has_role(user, Role.COMPLIANCE_ADMIN):
+        raise RuleSetError("Only a compliance admin can publish rule sets.")
+    note = (note or "").strip()
+    if not note:
+        raise RuleSetError("Say why in the note: every rule-set version records its reason.")
+    if len(note) > MAX_NOTE_CHARS:
+        raise RuleSetError(f"The note must be at most {MAX_NOTE_CHARS} characters.")
+    if base.pk is None:
+        raise RuleSetError("The base rule set must be a saved version.")
+
+    base_drafts = [rule_draft_of(rule) for rule in base.rules.select_related("claim_type").order_by("code")]
+    drafts = _apply_changes(base_drafts, add, change or {}, remove)
+    claim_codes = set(ClaimType.objects.values_list("code", flat=True))
+    for draft in drafts:
+        _validate(draft, claim_codes)
+
+    try:
+        with transaction.atomic():
+            active = RuleSet.objects.select_for_update().filter(is_active=True).first()
+            if expected_active_version is not None and (
+                active is None or active.version != expected_active_version
+            ):
+                now = f"v{active.version}" if active else "none"
+                raise RuleSetError(
+                    f"Rule set v{expected_active_version} is no longer the active version ({now} is): "
+                    "reload and edit the active version."
+                )
+            if active is not None and active.pk == base.pk and drafts == base_drafts:
+                raise RuleSetError(f"Nothing to publish: the changes leave v{base.version} as it is.")
+            version = (RuleSet.objects.aggregate(top=Max("version"))["top"] or 0) + 1
+            if active is not None:
+                RuleSet.objects.filter(pk=active.pk).update(is_active=False)
+            published = RuleSet.objects.create(
+                version=version, is_active=True, note=note, created_by=user if user.pk else None
+            )
+            types = {ct.code: ct for ct in ClaimType.objects.filter(code__in={d.claim_type for d in drafts})}
+            Rule.objects.bulk_create(
+                Rule(
+                    rule_set=published,
+                    code=d.code,
+                    claim_type=types[d.claim_type],
+                    pattern=d.pattern,
+                    context_terms=list(d.context_terms),
+                    context_window=d.context_window,
+                    negation_guard=d.negation_guard,
+                    enabled=d.enabled,
+                    description=d.description,
+                )
+                for d in drafts
+            )
+    except IntegrityError as exc:
+        # Two publishes raced past the lock (possible when no set was active): the loser retries.
+        raise RuleSetError("Another rule-set version was published at the same time; try again.") from exc
+    return published

@@ -1,0 +1,352 @@
+"""Rule sets in the database: the seeded rules, publishing versions, the selectors, the admin."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from scoring.constants import CLAIM_TYPE_CODES
+from scoring.errors import RuleSetError
+from scoring.models import ClaimType, Rule, RuleMatch, RuleSet
+from scoring.rules import match
+from scoring.selectors import active_compiled_rules, active_rule_specs, clear_compiled_rules_cache
+from scoring.services.rule_sets import RuleDraft, rule_draft_of, rule_set_publish
+from tests.factories import MessageFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rule_cache():
+    clear_compiled_rules_cache()
+    yield
+    clear_compiled_rules_cache()
+
+
+@pytest.fixture
+def staff_admin(admin_user):
+    admin_user.is_staff = True
+    admin_user.save(update_fields=["is_staff"])
+    return admin_user
+
+
+def v1() -> RuleSet:
+    return RuleSet.objects.get(version=1)
+
+
+def snapshot(rule_set: RuleSet) -> list[RuleDraft]:
+    return [rule_draft_of(r) for r in rule_set.rules.select_related("claim_type").order_by("code")]
+
+
+# --- the seeded rule set ---------------------------------------------------------------------
+
+
+def test_the_data_migration_seeds_an_active_version_one_with_several_rules_per_claim_type():
+    rule_set = RuleSet.objects.get(is_active=True)
+    assert rule_set.version == 1
+    for code in CLAIM_TYPE_CODES:
+        assert Rule.objects.filter(rule_set=rule_set, claim_type__code=code, enabled=True).count() >= 3
+
+
+SEEDED_POSITIVES = [
+    ("Our fund offers guaranteed returns of 12% a year.", "guaranteed_returns"),
+    ("We guarantee a 9% yield on your investment.", "guaranteed_returns"),
+    ("Returns are guaranteed.", "guaranteed_returns"),
+    ("Our fund is different. The payouts are certain.", "guaranteed_returns"),
+    ("ur returns r guaranteed lol", "guaranteed_returns"),
+    ("This is a risk-free investment.", "risk_free"),
+    ("There is zero risk to your capital.", "risk_free"),
+    ("You cannot lose money with this plan.", "risk_free"),
+    ("Your capital is fully protected.", "risk_free"),
+    ("This stock will double by March.", "performance_forecast"),
+    ("The token will gain 40% by summer.", "performance_forecast"),
+    ("We expect returns of 15% next year.", "performance_forecast"),
+    ("The SEC approved this fund.", "regulatory_endorsement"),
+    ("This product is approved by the FCA.", "regulatory_endorsement"),
+    ("An SEC-approved fund for your retirement.", "regulatory_endorsement"),
+]
+SEEDED_NEGATIVES = [
+    "Guaranteed delivery within 3 days.",
+    "Our returns policy allows 30 days.",
+    "Start your risk-free 30-day trial.",
+    "The SEC filing is attached.",
+    "Returns are not guaranteed.",
+    "We cannot guarantee returns.",
+    "Past performance is no guarantee of future returns.",
+    "The investment is not risk-free and you can lose money.",
+    "This fund has not been approved by the FCA.",
+    "We guarantee delivery of your returns form by Friday.",
+    "No risk assessment was done for the office move.",
+    "The team will double in size next year.",
+    "Is your capital protected? Read the risk warning.",
+]
+
+
+@pytest.mark.parametrize(("text", "claim_type"), SEEDED_POSITIVES)
+def test_the_seeded_rules_catch_plain_claims_with_their_claim_type(text, claim_type):
+    hits = match(text, active_compiled_rules())
+    assert hits, text
+    assert {hit.claim_type for hit in hits} == {claim_type}
+    assert all(hit.rule_set_version == 1 for hit in hits)
+
+
+@pytest.mark.parametrize("text", SEEDED_NEGATIVES)
+def test_the_seeded_rules_leave_hard_negatives_and_negations_alone(text):
+    assert match(text, active_compiled_rules()) == []
+
+
+def test_the_seeded_rules_miss_a_euphemism_on_purpose():
+    # Rules are a cheap net; "model flags no rule explains" is what the monitoring watches.
+    assert match("Your principal is bulletproof with us.", active_compiled_rules()) == []
+
+
+# --- selectors -------------------------------------------------------------------------------
+
+
+def test_active_rule_specs_reads_the_enabled_rules_of_the_active_set_in_one_query(django_assert_num_queries):
+    Rule.objects.filter(rule_set=v1(), code="GR-004").update(enabled=False)
+    with django_assert_num_queries(1):
+        specs = active_rule_specs()
+    codes = [spec.code for spec in specs]
+    assert "GR-004" not in codes
+    assert codes == sorted(codes)
+    assert all(spec.rule_set_version == 1 for spec in specs)
+    assert {spec.claim_type for spec in specs} == set(CLAIM_TYPE_CODES)
+
+
+def test_compiled_rules_are_reused_until_another_version_becomes_active(
+    staff_admin, django_assert_num_queries
+):
+    first = active_compiled_rules()
+    with django_assert_num_queries(1):  # only the "which version is active" check
+        assert active_compiled_rules() is first
+    rule_set_publish(base=v1(), user=staff_admin, note="drop GR-004", remove=["GR-004"])
+    second = active_compiled_rules()
+    assert second is not first
+    assert second.versions == {2}
+    assert "GR-004" not in {r.spec.code for r in second.rules}
+
+
+# --- publishing ------------------------------------------------------------------------------
+
+
+def test_publishing_a_change_creates_and_activates_a_new_version_and_leaves_the_old_one_alone(staff_admin):
+    # given a match recorded under v1
+    base = v1()
+    before = snapshot(base)
+    gr1 = base.rules.get(code="GR-001")
+    message = MessageFactory(body="guaranteed returns")
+    RuleMatch.objects.create(
+        message=message,
+        rule=gr1,
+        rule_code=gr1.code,
+        rule_set_version=1,
+        claim_type=gr1.claim_type,
+        start=0,
+        end=18,
+        text="guaranteed returns",
+    )
+    # when
+    published = rule_set_publish(
+        base=base,
+        user=staff_admin,
+        note="Catch 'surefire returns'",
+        change={"GR-004": {"pattern": r"\b(?:assured|certain|sure[- ]?fire)\s+returns?\b"}},
+    )
+    # then
+    base.refresh_from_db()
+    assert (published.version, published.is_active, published.created_by) == (2, True, staff_admin)
+    assert not base.is_active
+    assert snapshot(base) == before
+    assert RuleSet.objects.filter(is_active=True).get() == published
+    assert published.rules.get(code="GR-004").pattern.startswith(r"\b(?:assured|certain|sure[- ]?fire)")
+    assert published.rules.count() == base.rules.count()
+    recorded = RuleMatch.objects.get(message=message)
+    assert (recorded.rule.rule_set.version, recorded.rule_set_version) == (1, 1)
+    assert match("Enjoy surefire returns.", active_compiled_rules())[0].rule_set_version == 2
+
+
+def test_adding_and_removing_rules_publishes_exactly_that_difference(staff_admin):
+    new_rule = RuleDraft(
+        code="RF-900",
+        claim_type="risk_free",
+        pattern=r"\bcan't\s+go\s+wrong\b",
+        context_terms=("invest*",),
+        context_window=6,
+    )
+    published = rule_set_publish(
+        base=v1(), user=staff_admin, note="swap a rule", add=[new_rule], remove=["RF-003"]
+    )
+    codes = set(published.rules.values_list("code", flat=True))
+    assert "RF-900" in codes and "RF-003" not in codes
+    assert len(codes) == v1().rules.count()
+    assert rule_draft_of(published.rules.get(code="RF-900")) == new_rule
+    assert [h.code for h in match("With this investment you can't go wrong.", active_compiled_rules())] == [
+        "RF-900"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"change": {"GR-001": {"pattern": "guarant(eed"}}}, "Rule GR-001: invalid pattern"),
+        ({"change": {"GR-001": {"pattern": "(x)?"}}}, "matches the empty text"),
+        ({"change": {"GR-001": {"claim_type": "no_such_type"}}}, "unknown claim type"),
+        ({"change": {"GR-001": {"colour": "red"}}}, "unknown field"),
+        ({"change": {"GR-001": {"context_window": 0}}}, "context window"),
+        ({"change": {"XX-1": {"pattern": "x"}}}, "no such rule"),
+        ({"remove": ["XX-1"]}, "no such rule"),
+        ({"add": [RuleDraft(code="GR-001", claim_type="risk_free", pattern="x")]}, "already exists"),
+        ({"add": [RuleDraft(code="bad code!", claim_type="risk_free", pattern="x")]}, "not valid"),
+        ({"note": "   ", "remove": ["GR-001"]}, "note"),
+        ({"remove": ["GR-001"], "expected_active_version": 7}, "no longer the active version"),
+        ({}, "Nothing to publish"),
+    ],
+)
+def test_a_bad_publish_is_refused_with_a_clear_error_and_changes_nothing(staff_admin, kwargs, message):
+    before = snapshot(v1())
+    kwargs = {"note": "an edit", **kwargs}
+    with pytest.raises(RuleSetError, match=message):
+        rule_set_publish(base=v1(), user=staff_admin, **kwargs)
+    assert list(RuleSet.objects.values_list("version", "is_active")) == [(1, True)]
+    assert snapshot(v1()) == before
+
+
+@pytest.mark.parametrize("persona", ["reviewer", "auditor", "outsider"])
+def test_only_a_compliance_admin_can_publish(request, persona):
+    user = request.getfixturevalue(persona)
+    with pytest.raises(RuleSetError, match="Only a compliance admin"):
+        rule_set_publish(base=v1(), user=user, note="sneaky", remove=["GR-001"])
+    assert RuleSet.objects.count() == 1
+
+
+def test_a_superuser_can_publish():
+    root = UserFactory(username="root", is_superuser=True, is_staff=True)
+    assert rule_set_publish(base=v1(), user=root, note="as root", remove=["GR-001"]).version == 2
+
+
+def test_publishing_an_old_version_unchanged_rolls_back_as_a_new_version(staff_admin):
+    rule_set_publish(base=v1(), user=staff_admin, note="drop RE-003", remove=["RE-003"])
+    rolled_back = rule_set_publish(base=v1(), user=staff_admin, note="roll back to v1")
+    assert rolled_back.version == 3 and rolled_back.is_active
+    assert snapshot(rolled_back) == snapshot(v1())
+    assert list(RuleSet.objects.filter(is_active=True).values_list("version", flat=True)) == [3]
+
+
+# --- admin -----------------------------------------------------------------------------------
+
+
+def test_a_compliance_admin_sees_the_rule_sets_and_a_reviewer_does_not(client, staff_admin, reviewer):
+    client.force_login(staff_admin)
+    page = client.get(reverse("admin:scoring_ruleset_changelist"))
+    assert page.status_code == 200
+    assert "Seed rules (migration 0004)." in page.content.decode()
+    detail = client.get(reverse("admin:scoring_ruleset_change", args=[v1().pk]))
+    assert detail.status_code == 200
+    assert "GR-001" in detail.content.decode()
+    assert "Publish as new version" in detail.content.decode()
+
+    reviewer.is_staff = True
+    reviewer.save(update_fields=["is_staff"])
+    client.force_login(reviewer)
+    assert client.get(reverse("admin:scoring_ruleset_changelist")).status_code == 403
+    assert client.get(reverse("admin:scoring_ruleset_publish", args=[v1().pk])).status_code == 403
+
+
+def test_an_admin_edits_a_claim_type_name_but_not_its_code(client, staff_admin):
+    client.force_login(staff_admin)
+    claim_type = ClaimType.objects.get(code="risk_free")
+    response = client.post(
+        reverse("admin:scoring_claimtype_change", args=[claim_type.pk]),
+        {
+            "code": "hacked",
+            "position": 4,
+            "name": "Risk-free capital",
+            "description": "Capital shown as safe.",
+        },
+    )
+    assert response.status_code == 302
+    claim_type.refresh_from_db()
+    assert (claim_type.code, claim_type.position, claim_type.name) == ("risk_free", 2, "Risk-free capital")
+
+
+def publish_form_data(rule_set: RuleSet, note: str, **edits: dict[str, str]) -> dict[str, str]:
+    """The publish form as the browser submits it, with `edits` per rule code."""
+    drafts = snapshot(rule_set)
+    data = {
+        "note": note,
+        "expected_active_version": str(rule_set.version),
+        "rules-TOTAL_FORMS": str(len(drafts) + 1),
+        "rules-INITIAL_FORMS": str(len(drafts)),
+        "rules-MIN_NUM_FORMS": "0",
+        "rules-MAX_NUM_FORMS": "1000",
+    }
+    for i, draft in enumerate(drafts):
+        row = {
+            "original_code": draft.code,
+            "code": draft.code,
+            "claim_type": draft.claim_type,
+            "pattern": draft.pattern,
+            "context_terms": ", ".join(draft.context_terms),
+            "context_window": str(draft.context_window),
+            "description": draft.description,
+        }
+        if draft.negation_guard:
+            row["negation_guard"] = "on"
+        if draft.enabled:
+            row["enabled"] = "on"
+        row.update(edits.get(draft.code, {}))
+        data.update({f"rules-{i}-{key}": value for key, value in row.items()})
+    return data
+
+
+def test_the_publish_page_turns_an_edit_into_a_new_active_version(client, staff_admin):
+    client.force_login(staff_admin)
+    url = reverse("admin:scoring_ruleset_publish", args=[v1().pk])
+    assert client.get(url).status_code == 200
+    data = publish_form_data(
+        v1(), "tighten GR-004", **{"GR-004": {"pattern": r"\bassured\s+income\b"}, "RF-003": {"DELETE": "on"}}
+    )
+    n = int(data["rules-TOTAL_FORMS"]) - 1
+    data.update(
+        {
+            f"rules-{n}-code": "PF-900",
+            f"rules-{n}-claim_type": "performance_forecast",
+            f"rules-{n}-pattern": r"\bto\s+the\s+moon\b",
+            f"rules-{n}-context_terms": "token*, coin*",
+            f"rules-{n}-context_window": "6",
+            f"rules-{n}-negation_guard": "on",
+            f"rules-{n}-enabled": "on",
+        }
+    )
+    response = client.post(url, data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    published = RuleSet.objects.get(is_active=True)
+    assert published.version == 2 and published.note == "tighten GR-004"
+    assert published.rules.get(code="GR-004").pattern == r"\bassured\s+income\b"
+    assert not published.rules.filter(code="RF-003").exists()
+    assert published.rules.get(code="PF-900").context_terms == ["token*", "coin*"]
+    unchanged = {d.code: d for d in snapshot(v1())}
+    assert rule_draft_of(published.rules.get(code="GR-001")) == unchanged["GR-001"]
+
+
+def test_the_publish_page_shows_a_bad_pattern_and_publishes_nothing(client, staff_admin):
+    client.force_login(staff_admin)
+    url = reverse("admin:scoring_ruleset_publish", args=[v1().pk])
+    response = client.post(url, publish_form_data(v1(), "typo", **{"GR-001": {"pattern": "guarant(eed"}}))
+    assert response.status_code == 200
+    assert "invalid pattern" in response.content.decode()
+    assert RuleSet.objects.count() == 1
+
+
+def test_the_roll_back_action_publishes_a_copy_of_the_selected_version(client, staff_admin):
+    rule_set_publish(base=v1(), user=staff_admin, note="drop RE-003", remove=["RE-003"])
+    client.force_login(staff_admin)
+    response = client.post(
+        reverse("admin:scoring_ruleset_changelist"),
+        {"action": "publish_copy", "_selected_action": [str(v1().pk)]},
+    )
+    assert response.status_code == 302
+    active = RuleSet.objects.get(is_active=True)
+    assert active.version == 3
+    assert snapshot(active) == snapshot(v1())

@@ -1,0 +1,195 @@
+"""The rule engine on its own: no database, rules written here."""
+
+from __future__ import annotations
+
+import pytest
+
+from scoring.rules import NEGATION_WINDOW, RuleError, RuleSpec, compile_rules, match
+
+
+def rule(
+    pattern: str,
+    *,
+    rule_id: int = 1,
+    code: str = "T-001",
+    claim_type: str = "guaranteed_returns",
+    context: tuple[str, ...] = (),
+    window: int = 8,
+    negation_guard: bool = True,
+    version: int = 1,
+) -> RuleSpec:
+    return RuleSpec(
+        rule_id=rule_id,
+        code=code,
+        rule_set_version=version,
+        claim_type=claim_type,
+        pattern=pattern,
+        context_terms=context,
+        context_window=window,
+        negation_guard=negation_guard,
+    )
+
+
+def texts_hit(text: str, *specs: RuleSpec) -> list[str]:
+    return [hit.text for hit in match(text, compile_rules(specs))]
+
+
+GUARANTEED = rule(r"\bguarantee[ds]?\b", context=("returns", "yield"))
+
+
+def test_guaranteed_returns_is_a_hit_and_guaranteed_delivery_is_not():
+    assert texts_hit("We offer guaranteed returns on every deposit.", GUARANTEED) == ["guaranteed"]
+    assert texts_hit("We offer guaranteed delivery on every order.", GUARANTEED) == []
+
+
+def test_risk_free_investment_is_a_hit_and_risk_free_trial_is_not():
+    risk_free = rule(r"\brisk[- ]?free\b", claim_type="risk_free", context=("invest*", "capital"))
+    assert texts_hit("This is a risk-free investment for your savings.", risk_free) == ["risk-free"]
+    assert texts_hit("Start your risk-free 30-day trial today.", risk_free) == []
+
+
+def test_sec_approved_this_fund_is_a_hit_and_sec_filing_attached_is_not():
+    endorsement = rule(
+        r"\bSEC\s+(?:has\s+)?(?:approved|endorsed)\b", claim_type="regulatory_endorsement", context=("fund",)
+    )
+    assert texts_hit("Good news: the SEC approved this fund.", endorsement) == ["SEC approved"]
+    assert texts_hit("The SEC filing is attached.", endorsement) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Returns are not guaranteed.",
+        "We cannot guarantee returns.",
+        "We can\u2019t guarantee returns.",
+        "No guaranteed yield.",
+    ],
+)
+def test_a_negation_just_before_the_phrase_suppresses_the_hit(text):
+    assert texts_hit(text, GUARANTEED) == []
+
+
+def test_returns_are_guaranteed_without_a_negation_is_a_hit():
+    assert texts_hit("Returns are guaranteed.", GUARANTEED) == ["guaranteed"]
+
+
+def test_without_the_negation_guard_a_negated_phrase_still_hits():
+    unguarded = rule(r"\bguarantee[ds]?\b", context=("returns",), negation_guard=False)
+    assert texts_hit("Returns are not guaranteed.", unguarded) == ["guaranteed"]
+
+
+def test_only_the_few_words_just_before_the_match_are_searched_for_a_negation():
+    assert NEGATION_WINDOW == 3
+    # "not" is the 3rd word before "guaranteed": suppressed.
+    assert texts_hit("Did not say returns guaranteed.", GUARANTEED) == []
+    # "not" is the 4th word before "guaranteed": outside the look-back, so it hits.
+    assert texts_hit("I did not say returns are guaranteed.", GUARANTEED) == ["guaranteed"]
+
+
+def test_a_negation_in_the_previous_sentence_does_not_suppress():
+    assert texts_hit("Not bad. Returns are guaranteed.", GUARANTEED) == ["guaranteed"]
+    assert texts_hit("No; returns are guaranteed.", GUARANTEED) == ["guaranteed"]
+
+
+def test_context_terms_count_within_the_window_on_either_side_and_not_beyond():
+    phrase = rule(r"\bguaranteed\b", context=("returns",), window=3)
+    assert texts_hit("guaranteed one two returns", phrase) == ["guaranteed"]  # 3rd word after
+    assert texts_hit("guaranteed one two three returns", phrase) == []  # 4th word after
+    assert texts_hit("returns one two guaranteed", phrase) == ["guaranteed"]  # 3rd word before
+    assert texts_hit("returns one two three guaranteed", phrase) == []
+
+
+def test_a_context_term_inside_the_match_does_not_count_as_context():
+    phrase = rule(r"\bguaranteed\s+returns\b", context=("returns",))
+    assert texts_hit("guaranteed returns", phrase) == []
+    assert texts_hit("guaranteed returns, returns every year", phrase) == ["guaranteed returns"]
+
+
+def test_a_starred_context_term_is_a_prefix_and_a_plain_term_is_a_whole_word():
+    prefixed = rule(r"\bsafe\b", claim_type="risk_free", context=("invest*",))
+    whole = rule(r"\bsafe\b", rule_id=2, code="T-002", claim_type="risk_free", context=("fund",))
+    assert texts_hit("a safe investment", prefixed) == ["safe"]
+    assert texts_hit("safe and fundamental", whole) == []
+    assert texts_hit("a safe fund", whole) == ["safe"]
+
+
+def test_multi_word_context_terms_match_across_any_whitespace():
+    phrase = rule(r"\bcannot\s+lose\b", claim_type="risk_free", context=("a penny",), negation_guard=False)
+    assert texts_hit("You cannot lose a\npenny here.", phrase) == ["cannot lose"]
+
+
+def test_matching_ignores_case_and_spans_index_the_original_text():
+    text = "Hi team,\nOur GUARANTEED Returns beat the market."
+    hits = match(text, compile_rules([rule(r"guaranteed\s+returns")]))
+    assert len(hits) == 1
+    hit = hits[0]
+    assert text[hit.start : hit.end] == hit.text == "GUARANTEED Returns"
+    assert (hit.rule_id, hit.code, hit.rule_set_version, hit.claim_type) == (
+        1,
+        "T-001",
+        1,
+        "guaranteed_returns",
+    )
+
+
+def test_curly_apostrophes_and_unicode_hyphens_keep_offsets_into_the_original():
+    text = "It\u2019s a risk\u2011free investment."
+    hits = match(text, compile_rules([rule(r"risk-free", claim_type="risk_free")]))
+    assert [(h.start, h.end, h.text) for h in hits] == [(7, 16, "risk\u2011free")]
+
+
+def test_hits_of_several_rules_are_sorted_by_position():
+    first = rule(r"zero\s+risk", rule_id=7, code="RF-9", claim_type="risk_free")
+    second = rule(r"guaranteed\s+returns", rule_id=3, code="GR-9")
+    hits = match(
+        "Guaranteed returns and zero risk, guaranteed returns again.", compile_rules([first, second])
+    )
+    assert [(h.code, h.start) for h in hits] == [("GR-9", 0), ("RF-9", 23), ("GR-9", 34)]
+
+
+def test_two_rules_on_the_same_phrase_both_report_it():
+    a = rule(r"guaranteed\s+returns", rule_id=1, code="A")
+    b = rule(r"guaranteed", rule_id=2, code="B")
+    hits = match("guaranteed returns", compile_rules([a, b]))
+    assert [(h.code, h.start, h.end) for h in hits] == [("B", 0, 10), ("A", 0, 18)]
+
+
+def test_a_rule_reports_each_stretch_of_text_once():
+    repeated = rule(r"\bguaranteed(?:\s+guaranteed)*\b", context=("returns",))
+    hits = match("returns: guaranteed guaranteed guaranteed", compile_rules([repeated]))
+    assert [(h.start, h.end) for h in hits] == [(9, 41)]
+
+
+def test_a_hit_at_the_end_of_a_long_message_has_the_right_offset():
+    body = ("Please find the quarterly letter attached. " * 2400) + "Your returns are guaranteed."
+    assert len(body) > 100_000
+    hits = match(body, compile_rules([GUARANTEED]))
+    assert len(hits) == 1
+    assert body[hits[0].start : hits[0].end] == "guaranteed"
+    assert hits[0].start == len(body) - len("guaranteed.")
+
+
+def test_an_invalid_pattern_raises_an_error_that_names_the_rule():
+    with pytest.raises(RuleError, match=r"Rule GR-042 \(id 9, rule set v4\): invalid pattern"):
+        compile_rules([rule(r"guarant(eed", rule_id=9, code="GR-042", version=4)])
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (rule(r"(?:returns)?"), "matches the empty text"),
+        (rule("   "), "pattern is empty"),
+        (rule(r"returns", window=0), "context window"),
+        (rule(r"returns", context=("",)), "context term"),
+    ],
+)
+def test_malformed_rules_are_refused_with_a_clear_reason(spec, message):
+    with pytest.raises(RuleError, match=message):
+        compile_rules([spec])
+
+
+def test_no_rules_or_empty_text_give_no_hits_and_a_non_string_is_refused():
+    assert match("guaranteed returns", compile_rules([])) == []
+    assert match("", compile_rules([GUARANTEED])) == []
+    with pytest.raises(TypeError):
+        match(b"guaranteed returns", compile_rules([GUARANTEED]))
