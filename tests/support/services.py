@@ -181,8 +181,8 @@ class CeleryWorker:
 
 
 def _reset_celery_connections() -> None:
-    if celery_app._pool is not None:
-        celery_app._pool.force_close_all()
+    # Drop (do not close) the cached pools: kombu shares pools between owners, and the next
+    # publish builds fresh ones for the new URL.
     celery_app._pool = None
     celery_app.amqp._producer_pool = None
 
@@ -190,12 +190,17 @@ def _reset_celery_connections() -> None:
 @contextmanager
 def broker(url: str, transport_options: dict | None = None) -> Iterator[None]:
     """Point this process's Celery app (what the web code publishes with) at `url`."""
-    saved = (celery_app.conf.broker_url, celery_app.conf.broker_transport_options)
+    keys = ("broker_url", "broker_read_url", "broker_write_url", "broker_transport_options")
+    saved = {key: celery_app.conf[key] for key in keys}
     _reset_celery_connections()
-    celery_app.conf.broker_url = url
-    celery_app.conf.broker_transport_options = transport_options or {}
+    celery_app.conf.update(
+        broker_url=url,
+        broker_read_url=url,
+        broker_write_url=url,
+        broker_transport_options=transport_options or {},
+    )
     try:
         yield
     finally:
         _reset_celery_connections()
-        celery_app.conf.broker_url, celery_app.conf.broker_transport_options = saved
+        celery_app.conf.update(saved)
