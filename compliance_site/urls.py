@@ -9,6 +9,7 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/", include("scoring.urls")),
+    path("explanations/", include("explanations.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
 ]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import io
+import json
+
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 
 from scoring.constants import CLAIM_TYPE_CODES
@@ -350,3 +354,12 @@ def test_the_roll_back_action_publishes_a_copy_of_the_selected_version(client, s
     active = RuleSet.objects.get(is_active=True)
     assert active.version == 3
     assert snapshot(active) == snapshot(v1())
+
+
+def test_the_rule_benchmark_prints_one_json_object_with_its_figures():
+    out = io.StringIO()
+    call_command("bench_rules", "--n", "3", "--lengths", "300,2000", "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["rules"] == Rule.objects.filter(rule_set__is_active=True, enabled=True).count()
+    assert set(report) == {"rules", "rule_set_versions", "chars_300", "chars_2000"}
+    assert report["chars_2000"]["msgs_per_s"] > 0 and report["chars_2000"]["hits_per_msg"] >= 0

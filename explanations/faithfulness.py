@@ -1,0 +1,471 @@
+"""The faithfulness check: does deleting the words an attribution names move the model's score?
+
+Pure functions (no Django, no torch): the model enters only as `score_fn(texts) -> scores`, its
+claim probability for a batch of texts (pass the Scorer's batched path). Every variant text of
+every message in a batch is built first and scored in ONE call.
+
+Definitions (BRIEF.md, "Faithfulness: definitions used here"), with p the claim probability and
+r the top-k attributed words:
+
+- comprehensiveness = p(x) - p(x without r)    (higher is better)
+- sufficiency       = p(x) - p(r alone)        (lower is better)
+- flipped           = p(x) >= threshold and p(x without r) < threshold
+- random baseline   = mean comprehensiveness of RANDOM_DRAWS seeded draws of k random words
+- AOPC              = comprehensiveness averaged over k = 1, 5, 10, 20, 50 % of the words
+                      (each k at least 1, the k top-ranked words each time)
+
+Words are deleted and the rest re-joined as text (the caller re-tokenises); nothing is
+replaced with [MASK]. `score_fn` must therefore accept texts that lost words, including an
+empty text when every word is deleted (a one-word message).
+
+k rule: k = ceil(20 % of the words), at least 1, at most 10 (K_PERCENT, K_MIN, K_MAX).
+Pass rule: `passes()` below and its PASS_RULE text; nothing else decides "passed".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+import numpy as np
+from scipy import stats
+
+# --- the k rule -------------------------------------------------------------------------------
+K_PERCENT = 20
+K_MIN = 1
+K_MAX = 10
+# --- the check's parameters -------------------------------------------------------------------
+RANDOM_DRAWS = 10
+AOPC_FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.20, 0.50)
+# --- the pass rule ----------------------------------------------------------------------------
+# In probability points: deleting the top-k words must lower the score by at least this much
+# more than deleting k random words does, unless it flips the decision outright.
+PASS_MARGIN = 0.10
+PASS_RULE = (
+    "Passes when deleting the top-k attributed words flips the decision (the score falls from at "
+    "or above the threshold to below it), or when it lowers the score by at least "
+    f"{PASS_MARGIN:.2f} more than deleting k randomly chosen words does (mean of {RANDOM_DRAWS} "
+    f"seeded draws). k is {K_PERCENT} % of the words, at least {K_MIN}, at most {K_MAX}."
+)
+
+ScoreFn = Callable[[list[str]], Sequence[float]]
+
+
+def passes(*, flipped: bool, comprehensiveness: float, random_baseline: float) -> bool:
+    """THE definition of a passed check (see PASS_RULE)."""
+    return bool(flipped) or comprehensiveness >= random_baseline + PASS_MARGIN - 1e-12
+
+
+# --- words ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Word:
+    """A word of a text with its character span [start, end)."""
+
+    text: str
+    start: int
+    end: int
+
+
+# A word: letters/digits with inner apostrophes or hyphens ("can't", "risk-free"), numbers with
+# inner separators ("1,000.50"), an optional leading currency sign and trailing percent sign
+# ("$200", "8%"). Other punctuation is not part of a word, so deleting a word leaves it.
+_WORD = re.compile(r"[$£€]?\w+(?:(?:['\u2019\-]|(?<=\d)[.,](?=\d))\w+)*%?")
+
+
+def split_words(text: str) -> list[Word]:
+    """The words of `text` with character offsets (see _WORD for what a word is)."""
+    return [Word(m.group(), m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+def _check_words(text: str, words: Sequence[Word]) -> None:
+    previous_end = 0
+    for i, word in enumerate(words):
+        if not (previous_end <= word.start < word.end <= len(text)):
+            raise ValueError(
+                f"word {i} ({word.text!r}, {word.start}-{word.end}) is out of order or outside the text"
+            )
+        previous_end = word.end
+
+
+def _indices(selected: Iterable[int], n: int) -> set[int]:
+    chosen = {int(i) for i in selected}
+    if any(i < 0 or i >= n for i in chosen):
+        raise ValueError(f"word index out of range 0..{n - 1}")
+    return chosen
+
+
+def delete_words(text: str, words: Sequence[Word], remove_idx: Iterable[int]) -> str:
+    """`text` without the chosen words, re-joined so it can be re-tokenised.
+
+    Each deleted word takes the whitespace that follows it with it; a deleted stretch that is
+    followed by punctuation or the end of the text takes the whitespace before it instead
+    ("is guaranteed today." minus "today" is "is guaranteed."). Punctuation stays."""
+    _check_words(text, words)
+    remove = _indices(remove_idx, len(words))
+    spans: list[list[int]] = []
+    for i in sorted(remove):
+        start, end = words[i].start, words[i].end
+        while end < len(text) and text[end].isspace():
+            end += 1
+        if spans and start <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([start, end])
+    pieces, cursor = [], 0
+    for start, end in spans:
+        if (end == len(text) or not text[end - 1].isspace()) and start > cursor:
+            while start > cursor and text[start - 1].isspace():
+                start -= 1
+        pieces.append(text[cursor:start])
+        cursor = end
+    pieces.append(text[cursor:])
+    return "".join(pieces)
+
+
+def keep_only(text: str, words: Sequence[Word], keep_idx: Iterable[int]) -> str:
+    """Only the chosen words, in text order, joined by single spaces: "r alone"."""
+    _check_words(text, words)
+    keep = _indices(keep_idx, len(words))
+    return " ".join(words[i].text for i in sorted(keep))
+
+
+# --- k and ranking ----------------------------------------------------------------------------
+
+
+def _ceil_share(fraction: float, n: int) -> int:
+    return math.ceil(round(fraction * n, 9))  # round: 0.2 * 5 must be 1, not 1.0000000000000002
+
+
+def k_for(n_words: int) -> int:
+    """The k rule: ceil(K_PERCENT % of the words), at least K_MIN, at most K_MAX, at most n."""
+    if n_words < 1:
+        raise ValueError("a text without words cannot be checked")
+    return min(n_words, K_MAX, max(K_MIN, _ceil_share(K_PERCENT / 100, n_words)))
+
+
+def top_k(scores: Sequence[float], k: int) -> list[int]:
+    """Indices of the k highest attribution scores, highest first (ties: earlier word first).
+    Positive scores push toward the claim, so the top is by value, not absolute value."""
+    values = np.asarray(scores, dtype=float)
+    if values.ndim != 1 or not np.isfinite(values).all():
+        raise ValueError("scores must be a flat sequence of finite numbers")
+    if not 1 <= k <= len(values):
+        raise ValueError(f"k must be between 1 and {len(values)}, got {k}")
+    return [int(i) for i in np.argsort(-values, kind="stable")[:k]]
+
+
+# --- the check --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckInput:
+    """One message (or the window of it that was explained) and its word attribution."""
+
+    text: str
+    words: Sequence[Word]
+    scores: Sequence[float]
+    threshold: float
+
+
+@dataclass(frozen=True)
+class AopcPoint:
+    fraction: float
+    k: int
+    score_without: float
+    comprehensiveness: float
+
+
+@dataclass(frozen=True)
+class FaithfulnessResult:
+    """Every number of one check, the verdict, and the rule it was judged by."""
+
+    n_words: int
+    k: int
+    top_indices: tuple[int, ...]
+    top_words: tuple[Word, ...]
+    top_scores: tuple[float, ...]
+    threshold: float
+    score_full: float
+    score_without_top: float
+    score_top_only: float
+    comprehensiveness: float
+    sufficiency: float
+    flipped: bool
+    random_baseline: float
+    score_without_random: float
+    random_comprehensiveness: tuple[float, ...]
+    aopc: float
+    aopc_curve: tuple[AopcPoint, ...]
+    passed: bool
+    pass_rule: str
+    verdict_text: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: words as {word, start, end, score}, the curve as a list of dicts."""
+        data = asdict(self)
+        data["top_words"] = [
+            {"word": w.text, "start": w.start, "end": w.end, "score": s}
+            for w, s in zip(self.top_words, self.top_scores, strict=True)
+        ]
+        data["top_indices"] = list(self.top_indices)
+        data["random_comprehensiveness"] = list(self.random_comprehensiveness)
+        data["aopc_curve"] = [asdict(point) for point in self.aopc_curve]
+        del data["top_scores"]
+        return data
+
+
+class _Texts:
+    """Variant texts of a whole batch, each distinct text stored once."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def add(self, text: str) -> int:
+        if text not in self._index:
+            self._index[text] = len(self.texts)
+            self.texts.append(text)
+        return self._index[text]
+
+
+@dataclass
+class _Plan:
+    item: CheckInput
+    k: int
+    order: list[int]
+    full: int
+    without_top: int
+    top_only: int
+    random: list[int]
+    aopc: list[tuple[float, int, int]]
+
+
+def _plan(item: CheckInput, texts: _Texts, seed: int, random_draws: int, fractions: Sequence[float]) -> _Plan:
+    text, words = item.text, list(item.words)
+    if not isinstance(text, str):
+        raise TypeError("text must be a str")
+    n = len(words)
+    if len(item.scores) != n:
+        raise ValueError(f"{n} words but {len(item.scores)} scores")
+    if not 0.0 <= float(item.threshold) <= 1.0:
+        raise ValueError(f"threshold must be within [0, 1], got {item.threshold}")
+    k = k_for(n)
+    order = top_k(item.scores, n)
+    rng = np.random.default_rng(seed)  # per message, so a message's draws do not depend on its batch
+    random = [
+        texts.add(delete_words(text, words, rng.choice(n, size=k, replace=False).tolist()))
+        for _ in range(random_draws)
+    ]
+    aopc = []
+    for fraction in fractions:
+        k_f = min(n, max(1, _ceil_share(fraction, n)))
+        aopc.append((fraction, k_f, texts.add(delete_words(text, words, order[:k_f]))))
+    return _Plan(
+        item=item,
+        k=k,
+        order=order,
+        full=texts.add(text),
+        without_top=texts.add(delete_words(text, words, order[:k])),
+        top_only=texts.add(keep_only(text, words, order[:k])),
+        random=random,
+        aopc=aopc,
+    )
+
+
+def _quote(words: Sequence[Word]) -> str:
+    return ", ".join(f"'{w.text}'" for w in words)
+
+
+def verdict(
+    *,
+    top_words: Sequence[Word],
+    score_full: float,
+    score_without_top: float,
+    score_without_random: float,
+    threshold: float,
+    flipped: bool,
+    passed: bool,
+) -> str:
+    """The check in plain words, with its numbers."""
+    named = _quote(top_words)
+    full, without, rand, t = score_full, score_without_top, score_without_random, threshold
+    if flipped:
+        return (
+            f"Removing {named} drops the score from {full:.2f} to {without:.2f}, below the threshold {t:.2f}."
+        )
+    if not passed:
+        return (
+            f"Removing {named} only moves the score from {full:.2f} to {without:.2f} "
+            f"(random words: {rand:.2f}): the highlight does not explain the flag."
+        )
+    where = (
+        f"though it stays at or above the threshold {t:.2f}"
+        if without >= t
+        else f"the score was already below the threshold {t:.2f}"
+    )
+    return (
+        f"Removing {named} lowers the score from {full:.2f} to {without:.2f} "
+        f"(random words: {rand:.2f}); {where}."
+    )
+
+
+def _finish(plan: _Plan, scores: Sequence[float]) -> FaithfulnessResult:
+    item, k = plan.item, plan.k
+    words = list(item.words)
+    full = scores[plan.full]
+    without = scores[plan.without_top]
+    top_only = scores[plan.top_only]
+    comprehensiveness = full - without
+    random_comps = tuple(full - scores[i] for i in plan.random)
+    random_baseline = float(np.mean(random_comps)) if random_comps else 0.0
+    curve = tuple(
+        AopcPoint(fraction=f, k=k_f, score_without=scores[i], comprehensiveness=full - scores[i])
+        for f, k_f, i in plan.aopc
+    )
+    threshold = float(item.threshold)
+    flipped = full >= threshold and without < threshold
+    passed = passes(flipped=flipped, comprehensiveness=comprehensiveness, random_baseline=random_baseline)
+    top = plan.order[:k]
+    top_words = tuple(words[i] for i in top)
+    return FaithfulnessResult(
+        n_words=len(words),
+        k=k,
+        top_indices=tuple(top),
+        top_words=top_words,
+        top_scores=tuple(float(item.scores[i]) for i in top),
+        threshold=threshold,
+        score_full=full,
+        score_without_top=without,
+        score_top_only=top_only,
+        comprehensiveness=comprehensiveness,
+        sufficiency=full - top_only,
+        flipped=flipped,
+        random_baseline=random_baseline,
+        score_without_random=full - random_baseline,
+        random_comprehensiveness=random_comps,
+        aopc=float(np.mean([p.comprehensiveness for p in curve])) if curve else comprehensiveness,
+        aopc_curve=curve,
+        passed=passed,
+        pass_rule=PASS_RULE,
+        verdict_text=verdict(
+            top_words=top_words,
+            score_full=full,
+            score_without_top=without,
+            score_without_random=full - random_baseline,
+            threshold=threshold,
+            flipped=flipped,
+            passed=passed,
+        ),
+    )
+
+
+def _scored(score_fn: ScoreFn, texts: list[str]) -> list[float]:
+    raw = list(score_fn(texts))
+    if len(raw) != len(texts):
+        raise ValueError(f"score_fn returned {len(raw)} scores for {len(texts)} texts")
+    scores = [float(s) for s in raw]
+    if not all(0.0 <= s <= 1.0 for s in scores):  # also catches NaN
+        raise ValueError("score_fn must return probabilities within [0, 1]")
+    return scores
+
+
+def batch_faithfulness_checks(
+    items: Sequence[CheckInput],
+    score_fn: ScoreFn,
+    *,
+    seed: int = 0,
+    random_draws: int = RANDOM_DRAWS,
+    aopc_fractions: Sequence[float] = AOPC_FRACTIONS,
+) -> list[FaithfulnessResult]:
+    """The check for many messages with ONE score_fn call over all their (distinct) variants.
+    Bad input raises ValueError before score_fn is called."""
+    if random_draws < 1:
+        raise ValueError("random_draws must be >= 1")
+    if not aopc_fractions or not all(0 < f <= 1 for f in aopc_fractions):
+        raise ValueError("aopc_fractions must be fractions within (0, 1]")
+    if not items:
+        return []
+    texts = _Texts()
+    plans = [_plan(item, texts, seed, random_draws, aopc_fractions) for item in items]
+    scores = _scored(score_fn, texts.texts)
+    return [_finish(plan, scores) for plan in plans]
+
+
+def faithfulness_check(
+    *,
+    text: str,
+    words: Sequence[Word],
+    scores: Sequence[float],
+    score_fn: ScoreFn,
+    threshold: float,
+    seed: int = 0,
+    random_draws: int = RANDOM_DRAWS,
+    aopc_fractions: Sequence[float] = AOPC_FRACTIONS,
+) -> FaithfulnessResult:
+    """The check for one message (one score_fn call); see the module docstring."""
+    item = CheckInput(text=text, words=words, scores=scores, threshold=threshold)
+    return batch_faithfulness_checks(
+        [item], score_fn, seed=seed, random_draws=random_draws, aopc_fractions=aopc_fractions
+    )[0]
+
+
+# --- comparisons ------------------------------------------------------------------------------
+
+
+class _Span(Protocol):
+    start: int
+    end: int
+
+
+Span = _Span | tuple[int, int]
+
+
+def _span(s: Span) -> tuple[int, int]:
+    return (s[0], s[1]) if isinstance(s, tuple) else (s.start, s.end)
+
+
+def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def rule_agreement(top_words: Sequence[Span], rule_spans: Sequence[Span]) -> bool | None:
+    """Whether a matched rule phrase is among the top-k words: True when at least one top word
+    overlaps a rule hit's span. None when there is no rule hit (nothing to agree with)."""
+    rules = [_span(s) for s in rule_spans]
+    if not rules:
+        return None
+    return any(_overlaps(_span(w), r) for w in top_words for r in rules)
+
+
+def token_f1(selected: Sequence[Span], rationale_spans: Sequence[Span], text: str) -> float | None:
+    """Word-level F1 of the selected words against the rationale spans: the words of `text`
+    (split_words) overlapping a selected span are the prediction, those overlapping a rationale
+    span the truth. None when the text has no rationale word (F1 is undefined)."""
+    words = [(w.start, w.end) for w in split_words(text)]
+    chosen = [_span(s) for s in selected]
+    gold_spans = [_span(s) for s in rationale_spans]
+    predicted = {i for i, w in enumerate(words) if any(_overlaps(w, s) for s in chosen)}
+    gold = {i for i, w in enumerate(words) if any(_overlaps(w, s) for s in gold_spans)}
+    if not gold:
+        return None
+    true_positives = len(predicted & gold)
+    if not true_positives:
+        return 0.0
+    precision, recall = true_positives / len(predicted), true_positives / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """Spearman rank correlation of two attributions of the same words (e.g. two model
+    versions). None when undefined: fewer than two words, or a constant attribution."""
+    if len(a) != len(b):
+        raise ValueError(f"the attributions differ in length: {len(a)} and {len(b)}")
+    if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2:
+        return None
+    rho = stats.spearmanr(a, b).statistic
+    return None if math.isnan(rho) else float(rho)
