@@ -1,0 +1,55 @@
+"""Fixtures of the review tests: signed-in clients per persona and a way to clean up
+append-only rows after tests that commit for real (live server, threads)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test import Client
+
+from reviews.models import ReviewDecision
+from tests.support.db_guard import append_only_guard_disabled
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """Personas are created per test; PBKDF2 at production strength would dominate the run."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def signed_in(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def reviewer_client(reviewer):
+    return signed_in(reviewer)
+
+
+@pytest.fixture
+def second_reviewer_client(second_reviewer):
+    return signed_in(second_reviewer)
+
+
+@pytest.fixture
+def auditor_client(auditor):
+    return signed_in(auditor)
+
+
+@pytest.fixture
+def admin_client_(admin_user):
+    return signed_in(admin_user)
+
+
+@pytest.fixture
+def committed_decisions(django_db_serialized_rollback, transactional_db):
+    """For tests that really commit (live server, threads). The flush after such a test empties
+    every table, so the rows of the data migrations (role groups, claim types) are restored
+    from the serialized copy before it (serialized rollback). Decisions refuse DELETE, so on
+    SQLite they are removed with the guard lifted before the flush (PostgreSQL truncates)."""
+    yield
+    if connection.vendor == "sqlite":
+        with append_only_guard_disabled():
+            ReviewDecision.objects.all()._raw_delete(ReviewDecision.objects.db)
