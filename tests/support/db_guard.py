@@ -24,6 +24,9 @@ SQLITE_TRIGGERS = [
 def append_only_guard_disabled() -> Iterator[None]:
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
+            # Deferred foreign-key checks of rows inserted in this transaction must fire first:
+            # PostgreSQL refuses ALTER TABLE while trigger events are pending.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             cursor.execute("ALTER TABLE reviews_reviewdecision DISABLE TRIGGER reviews_decision_no_update")
         elif connection.vendor == "sqlite":
             cursor.execute("DROP TRIGGER IF EXISTS reviews_decision_no_update")
@@ -33,7 +36,9 @@ def append_only_guard_disabled() -> Iterator[None]:
     finally:
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":
+                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
                 cursor.execute("ALTER TABLE reviews_reviewdecision ENABLE TRIGGER reviews_decision_no_update")
+                cursor.execute("SET CONSTRAINTS ALL DEFERRED")
             elif connection.vendor == "sqlite":
                 for statement in SQLITE_TRIGGERS:
                     cursor.execute(statement)
