@@ -48,7 +48,7 @@
         var positions = data.tokens.map(function (_, i) { return i; });
         var axis = { tickmode: "array", tickvals: positions, ticktext: data.tokens, tickfont: { size: 10 } };
         window.Plotly.react(plot, [{
-          type: "heatmap", z: data.z, x: positions, y: positions, colorscale: "Blues", zmin: 0,
+          type: "heatmap", z: data.z, x: positions, y: positions, colorscale: [[0, "#f7fbff"], [0.5, "#6baed6"], [1, "#08306b"]], zmin: 0,
           colorbar: { title: { text: "weight" } },
           customdata: data.tokens,
           hovertemplate: "query %{y}: %{z:.4f} to key %{x}<extra></extra>"
@@ -58,7 +58,7 @@
           yaxis: Object.assign({ title: { text: "attending token (query)" }, autorange: "reversed" }, axis),
           margin: { l: 110, r: 20, t: 50, b: 110 },
           height: 640
-        }, { displaylogo: false, responsive: true });
+        }, { displayModeBar: false, responsive: true });
         status.textContent = data.title + ". Normalisation: " + data.normalisation + ".";
         plot.setAttribute("aria-label", "Attention heat-map, " + data.title);
       })

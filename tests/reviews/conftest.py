@@ -3,7 +3,10 @@ append-only rows after tests that commit for real (live server, threads)."""
 
 from __future__ import annotations
 
+from importlib import import_module
+
 import pytest
+from django.apps import apps as django_apps
 from django.db import connection
 from django.test import Client
 
@@ -43,12 +46,24 @@ def admin_client_(admin_user):
     return signed_in(admin_user)
 
 
+def reseed_reference_data() -> None:
+    """Run the data migrations' seed functions again (they are idempotent): role groups and
+    claim types. A flush after a committing test empties every table; serialized rollback puts
+    the rows back, except where the test thread runs inside Playwright's event loop, whose
+    greenlet sees other connection objects than the ones the serialized copy was stored on."""
+    for module, function in (
+        ("scoring.migrations.0002_claim_types", "seed"),
+        ("reviews.migrations.0002_role_groups", "create_groups"),
+    ):
+        getattr(import_module(module), function)(django_apps, None)
+
+
 @pytest.fixture
 def committed_decisions(django_db_serialized_rollback, transactional_db):
-    """For tests that really commit (live server, threads). The flush after such a test empties
-    every table, so the rows of the data migrations (role groups, claim types) are restored
-    from the serialized copy before it (serialized rollback). Decisions refuse DELETE, so on
-    SQLite they are removed with the guard lifted before the flush (PostgreSQL truncates)."""
+    """For tests that really commit (live server, threads): the reference rows are there, and
+    decisions, which refuse DELETE, are removed on SQLite with the guard lifted before the
+    flush (PostgreSQL truncates)."""
+    reseed_reference_data()
     yield
     if connection.vendor == "sqlite":
         with append_only_guard_disabled():
