@@ -97,7 +97,7 @@ STANDARD: dict[str, tuple[Family, ...]] = {
         ("pf-19", "[[Your {company} position will {double|triple} in value {deadline}]]."),
         ("pf-20", "[[In {months} months {stock} will be trading at {price}]]."),
         ("pf-21", "[[We forecast a rise of {gain_pct} in {stock} {deadline}]]."),
-        ("pf-22", "[[{stock:cap} will jump {gain_pct} as soon as {catalyst}]]."),
+        ("pf-22", "[[{company} shares will jump {gain_pct} as soon as {catalyst}]]."),
         ("pf-23", "[[Next quarter {product} will return at least {gain_pct}]]."),
         ("pf-24", "[[By {month} you'll have doubled your money]] in {stock}."),
         ("pf-25", "[[{stock:cap} will rally {gain_pct} {deadline}]]{, the chart says so|}."),

@@ -191,8 +191,9 @@ def _company(s: Slots) -> tuple[str, str]:
 
 
 def _stock(s: Slots) -> str:
+    """A singular noun phrase for the company's stock (templates say "{stock} is ...")."""
     name, ticker = _company(s)
-    return s.rng.choice((name, ticker, f"{name} shares", f"{name} stock", f"{ticker} stock"))
+    return s.rng.choice((name, ticker, f"{name} stock", f"{ticker} stock"))
 
 
 def _amount(s: Slots) -> str:
