@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from reviews.views import message, queue, records
+from reviews.views import message, queue, records, training_data
 
 app_name = "reviews"
 
@@ -21,4 +21,5 @@ urlpatterns = [
     path("records/export.csv", records.records_csv, name="records_csv"),
     path("records/<int:pk>/", records.record_detail, name="record"),
     path("audit/chain/", records.audit_chain, name="audit_chain"),
+    path("training-data/", training_data.training_data, name="training_data"),
 ]
