@@ -147,6 +147,35 @@ class ModelActivation(models.Model):
         return f"{self.model_version} at {self.activated_at:%Y-%m-%d %H:%M}"
 
 
+class ModelComparison(models.Model):
+    """A challenger (`candidate`) compared with a reference version (`baseline`) on the corpus
+    test split, the novel-phrasing slice, drift phrasings and recent reviewed traffic (where the
+    reviewers are the reference). Computed by a task; `results` holds every figure."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    baseline = models.ForeignKey(ModelVersion, on_delete=models.CASCADE, related_name="+")
+    candidate = models.ForeignKey(ModelVersion, on_delete=models.CASCADE, related_name="+")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    error = models.TextField(blank=True)
+    results = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.candidate} vs {self.baseline} ({self.status})"
+
+
 class Message(models.Model):
     """An ingested message. It is persisted before anything else happens and moves through
     explicit status transitions (scoring.constants.TRANSITIONS), each with its timestamp."""

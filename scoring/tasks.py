@@ -57,6 +57,14 @@ def shadow_score_batch(message_ids: list[int], version_id: int) -> int:
     return messages_shadow_score(message_ids=message_ids, version_id=version_id)
 
 
+@shared_task(acks_late=True, reject_on_worker_lost=True)
+def compare_models(comparison_id: int) -> str:
+    """Compute a requested model comparison (gpu queue: it scores with both versions)."""
+    from scoring.services.comparisons import model_comparison_run
+
+    return model_comparison_run(comparison_id=comparison_id).status
+
+
 @shared_task(acks_late=True, ignore_result=True)
 def sweep() -> dict[str, int]:
     """Periodic (celery beat): re-enqueue work stuck too long, so nothing is ever lost."""

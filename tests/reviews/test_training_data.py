@@ -73,7 +73,9 @@ def test_a_correction_replaces_the_superseded_label(reviewer, admin_user):
 
 def test_the_command_writes_jsonl_and_reports_what_it_left_out(tmp_path, capsys):
     reviewer = UserFactory(username="rev", role="reviewer")
-    ReviewDecisionFactory(reviewer=reviewer, verdict="claim", message=reviewable_message(body="Returns are certain."))
+    ReviewDecisionFactory(
+        reviewer=reviewer, verdict="claim", message=reviewable_message(body="Returns are certain.")
+    )
     ReviewDecisionFactory(reviewer=reviewer, verdict="escalate", message=reviewable_message(body="Odd one."))
     out = tmp_path / "extra.jsonl"
 
