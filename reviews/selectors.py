@@ -9,8 +9,8 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
-from django.db.models.functions import Substr
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce, Substr
 from django.utils import timezone
 
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationStatus
@@ -24,7 +24,19 @@ from scoring.models import ClaimType, Message, ModelVersion, Prediction, RuleMat
 
 # --- The review queue ----------------------------------------------------------------------------
 
-QUEUE_ORDER = (F("queue_score").desc(nulls_last=True), "received_at", "id")
+# Priority = the routing score, with a message that has none (a pipeline fault) last. The same
+# expression is indexed (scoring.Message, "message_review_queue"), so the queue is read in
+# index order on every database.
+NO_SCORE = -1.0
+QUEUE_ORDER = (F("priority").desc(), "received_at", "id")
+
+
+def queue_priority() -> Coalesce:
+    return Coalesce(F("queue_score"), Value(NO_SCORE))
+
+
+def in_priority_order(queryset: QuerySet[Message]) -> QuerySet[Message]:
+    return queryset.alias(priority=queue_priority()).order_by(*QUEUE_ORDER)
 
 
 @dataclass(frozen=True)
@@ -66,10 +78,10 @@ def queue_messages(filters: QueueFilters | None = None, *, now: datetime | None 
     """Messages in review matching `filters`, in priority order: routing score (highest first,
     a message without one last), then age (oldest first), then id."""
     now = now or timezone.now()
-    return (
-        Message.objects.filter(status=MessageStatus.IN_REVIEW)
-        .filter(_queue_q(filters or QueueFilters(), now))
-        .order_by(*QUEUE_ORDER)
+    return in_priority_order(
+        Message.objects.filter(status=MessageStatus.IN_REVIEW).filter(
+            _queue_q(filters or QueueFilters(), now)
+        )
     )
 
 
@@ -112,22 +124,25 @@ class Page:
 def queue_page(queryset: QuerySet[Message], *, cursor: str | None, size: int = PAGE_SIZE) -> Page:
     """A page of the queue after `cursor` (raises InvalidCursor for a forged one)."""
     if cursor:
-        score, received_iso, last_id = decode_cursor(cursor, types=(float, str, int))
+        priority, received_iso, last_id = decode_cursor(cursor, types=(float, str, int))
         try:
             received = datetime.fromisoformat(received_iso)
-        except ValueError as exc:
+        except (TypeError, ValueError) as exc:
             raise InvalidCursor("The page cursor is not valid; start again from the first page.") from exc
-        same_score = Q(queue_score__isnull=True) if score is None else Q(queue_score=score)
-        after = same_score & (Q(received_at__gt=received) | Q(received_at=received, id__gt=last_id))
-        if score is not None:
-            after |= Q(queue_score__lt=score) | Q(queue_score__isnull=True)
-        queryset = queryset.filter(after)
+        if priority is None:
+            raise InvalidCursor("The page cursor is not valid; start again from the first page.")
+        queryset = queryset.filter(
+            Q(priority__lt=priority)
+            | Q(priority=priority, received_at__gt=received)
+            | Q(priority=priority, received_at=received, id__gt=last_id)
+        )
     rows = list(queryset[: size + 1])
     next_cursor = None
     if len(rows) > size:
         rows = rows[:size]
         last = rows[-1]
-        next_cursor = encode_cursor([last.queue_score, last.received_at.isoformat(), last.id])
+        score = last.queue_score if last.queue_score is not None else NO_SCORE
+        next_cursor = encode_cursor([score, last.received_at.isoformat(), last.id])
     return Page(rows, next_cursor)
 
 
@@ -182,14 +197,16 @@ def queue_facets(filters: QueueFilters, *, now: datetime | None = None) -> Queue
             for value, label in ReceivedWithin.CHOICES
         ],
     }
+    # Count a column the covering partial index holds (received_at is never null), so that
+    # PostgreSQL can answer from the index without reading message rows.
     aggregates: dict[str, Count] = {
-        "total": Count("id"),
-        "matching": Count("id", filter=_queue_q(filters, now)),
+        "total": Count("received_at"),
+        "matching": Count("received_at", filter=_queue_q(filters, now)),
     }
     for facet, values in options.items():
         others = _queue_q(filters, now, skip=facet)
         for index, (_, _, q, _) in enumerate(values):
-            aggregates[f"{facet}__{index}"] = Count("id", filter=others & q)
+            aggregates[f"{facet}__{index}"] = Count("received_at", filter=others & q)
     counts = Message.objects.filter(status=MessageStatus.IN_REVIEW).aggregate(**aggregates)
     result = QueueFacets(total=counts["total"], matching=counts["matching"])
     for facet, values in options.items():
@@ -335,11 +352,16 @@ def _explanation_snapshot(explanation: Explanation | None) -> dict[str, Any] | N
     }
 
 
-def decision_snapshot(message: Message) -> dict[str, Any]:
-    """What a decision judged, as JSON-safe data: the routing prediction (model version,
-    score, threshold, predicted claim type, probabilities), the rule matches, the explanation
-    shown with its faithfulness verdict, and the QA-sample flag."""
-    prediction = message.routing_prediction
+def snapshot_build(
+    *,
+    message: Message,
+    prediction: Prediction | None,
+    rule_matches: list[RuleMatch],
+    explanation: Explanation | None,
+) -> dict[str, Any]:
+    """The snapshot of evidence from rows already loaded (the prediction with its model version
+    and claim type, the rule matches with their claim type). Shared by the decision service and
+    the bulk seeder of bench_web, so both store the same shape."""
     prediction_data = None
     if prediction is not None:
         prediction_data = {
@@ -360,7 +382,7 @@ def decision_snapshot(message: Message) -> dict[str, Any]:
             "end": m.end,
             "text": m.text,
         }
-        for m in RuleMatch.objects.filter(message=message).select_related("claim_type")
+        for m in rule_matches
     ]
     return {
         "message": {
@@ -374,8 +396,21 @@ def decision_snapshot(message: Message) -> dict[str, Any]:
         "is_qa_sample": message.is_qa_sample,
         "prediction": prediction_data,
         "rule_matches": matches,
-        "explanation": _explanation_snapshot(explanation_for_review(prediction)),
+        "explanation": _explanation_snapshot(explanation),
     }
+
+
+def decision_snapshot(message: Message) -> dict[str, Any]:
+    """What a decision judged, as JSON-safe data: the routing prediction (model version,
+    score, threshold, predicted claim type, probabilities), the rule matches, the explanation
+    shown with its faithfulness verdict, and the QA-sample flag."""
+    prediction = message.routing_prediction
+    return snapshot_build(
+        message=message,
+        prediction=prediction,
+        rule_matches=list(RuleMatch.objects.filter(message=message).select_related("claim_type")),
+        explanation=explanation_for_review(prediction),
+    )
 
 
 # --- Escalations ------------------------------------------------------------------------------------
