@@ -9,6 +9,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.db import connection, transaction
 from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce, Substr
 from django.utils import timezone
@@ -207,7 +208,13 @@ def queue_facets(filters: QueueFilters, *, now: datetime | None = None) -> Queue
         others = _queue_q(filters, now, skip=facet)
         for index, (_, _, q, _) in enumerate(values):
             aggregates[f"{facet}__{index}"] = Count("received_at", filter=others & q)
-    counts = Message.objects.filter(status=MessageStatus.IN_REVIEW).aggregate(**aggregates)
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            # One pass over the partial index: a parallel plan's start-up costs more than it
+            # saves at queue sizes (measured with bench_web), and it competes for the CPUs.
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+        counts = Message.objects.filter(status=MessageStatus.IN_REVIEW).aggregate(**aggregates)
     result = QueueFacets(total=counts["total"], matching=counts["matching"])
     for facet, values in options.items():
         result.facets[facet] = [
@@ -499,12 +506,16 @@ def decision_records(filters: RecordFilters | None = None) -> QuerySet[ReviewDec
     return qs.order_by("-sequence")
 
 
-def records_list(queryset: QuerySet[ReviewDecision]) -> QuerySet[ReviewDecision]:
-    """What one records row (and one CSV line) shows, in the same query."""
+def records_list(
+    queryset: QuerySet[ReviewDecision], *, with_snapshot: bool = False
+) -> QuerySet[ReviewDecision]:
+    """What one records row shows (with `with_snapshot`, what one CSV line shows), in the same
+    query. The list page leaves the snapshot JSON, the widest column, in the database."""
+    fields = [f for f in HASHED_FIELDS if not f.endswith("_id") and (with_snapshot or f != "snapshot")]
     return queryset.select_related(
         "message", "reviewer", "claim_type", "model_version", "model_claim_type", "supersedes"
     ).only(
-        *[f for f in HASHED_FIELDS if not f.endswith("_id")],
+        *fields,
         "id",
         "content_hash",
         "message__external_id",
