@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
 
 from scoring.constants import Channel, MessageStatus, RouteReason
 
@@ -223,7 +224,22 @@ class Message(models.Model):
             models.Index(fields=["status", "updated_at"], name="message_status_updated"),
             models.Index(fields=["received_at"], name="message_received"),
             models.Index(fields=["-created_at", "-id"], name="message_created_desc"),
-            models.Index(fields=["status", "-queue_score", "received_at", "id"], name="message_queue_order"),
+            # The review queue: only messages in review, in priority order (a message without a
+            # score last, on every database: reviews.selectors.queue_priority), and a covering
+            # index for the queue's facet counts.
+            models.Index(
+                Coalesce(F("queue_score"), Value(-1.0)).desc(),
+                F("received_at"),
+                F("id"),
+                condition=Q(status=MessageStatus.IN_REVIEW),
+                name="message_review_queue",
+            ),
+            models.Index(
+                fields=["routing_prediction"],
+                include=["has_rule_hit", "is_qa_sample", "received_at"],
+                condition=Q(status=MessageStatus.IN_REVIEW),
+                name="message_review_facets",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -263,6 +279,11 @@ class Prediction(models.Model):
         indexes = [
             models.Index(fields=["model_version", "created_at"], name="prediction_version_time"),
             models.Index(fields=["created_at"], name="prediction_time"),
+            # Lets the review queue count its facets (claim type, model version) from the index
+            # alone, without reading the wide prediction rows (PostgreSQL; elsewhere a plain index).
+            models.Index(
+                fields=["id"], include=["claim_type", "model_version"], name="prediction_facet_cover"
+            ),
         ]
 
     def __str__(self) -> str:
