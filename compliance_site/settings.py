@@ -263,6 +263,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Ingest messages, read predictions, explanations and review decisions.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     # Swagger UI from the sidecar package's static files: no CDN, works on a closed network.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
