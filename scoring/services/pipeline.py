@@ -231,7 +231,7 @@ def messages_score_batch(
             _, result = by_id[message.pk]
             if isinstance(result, Exception) or message.pk in already:
                 continue
-            predictions.append(_prediction(message, version, result, per_message_ms, claim_types))
+            predictions.append(prediction_from_result(message, version, result, per_message_ms, claim_types))
             matches.extend(_rule_matches(message, hits[message.pk], claim_types))
         Prediction.objects.bulk_create(predictions)
         RuleMatch.objects.bulk_create(matches)
@@ -326,9 +326,16 @@ def _count_attempt(message_ids: Sequence[int]) -> int:
     return poisoned
 
 
-def _prediction(
-    message: Message, version: ModelVersion, result, per_message_ms: float, claim_types
+def prediction_from_result(
+    message: Message,
+    version: ModelVersion,
+    result,
+    per_message_ms: float,
+    claim_types,
+    *,
+    shadow: bool = False,
 ) -> Prediction:
+    """An unsaved Prediction of `version` from a Scorer result, flagged at the version's threshold."""
     return Prediction(
         message=message,
         model_version=version,
@@ -338,6 +345,7 @@ def _prediction(
         window_scores=[{"start": w.start, "end": w.end, "score": float(w.score)} for w in result.windows],
         threshold=version.threshold,
         flagged=float(result.score) >= version.threshold,
+        is_shadow=shadow,
         latency_ms=per_message_ms,
     )
 

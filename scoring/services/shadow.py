@@ -19,6 +19,7 @@ from django.utils import timezone
 from scoring.constants import MessageStatus
 from scoring.errors import ModelVersionError
 from scoring.models import ClaimType, Message, ModelVersion, Prediction
+from scoring.services.pipeline import prediction_from_result
 
 logger = logging.getLogger(__name__)
 
@@ -96,18 +97,7 @@ def messages_shadow_score(*, message_ids: Sequence[int], version_id: int, scorer
     per_message_ms = (time.perf_counter() - started) * 1000.0 / len(ok)
     claim_types = {ct.code: ct for ct in ClaimType.objects.all()}
     rows = [
-        Prediction(
-            message=message,
-            model_version=version,
-            score=float(result.score),
-            claim_type=claim_types.get(result.claim_type),
-            probabilities={k: float(v) for k, v in result.probabilities.items()},
-            window_scores=[{"start": w.start, "end": w.end, "score": float(w.score)} for w in result.windows],
-            threshold=version.threshold,
-            flagged=float(result.score) >= version.threshold,
-            is_shadow=True,
-            latency_ms=per_message_ms,
-        )
+        prediction_from_result(message, version, result, per_message_ms, claim_types, shadow=True)
         for message, result in zip(ok, results, strict=True)
     ]
     created = Prediction.objects.bulk_create(rows, ignore_conflicts=True)
