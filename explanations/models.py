@@ -43,7 +43,9 @@ class Explanation(models.Model):
     sufficiency = models.FloatField(null=True, blank=True)
     random_baseline = models.FloatField(null=True, blank=True)
     aopc = models.FloatField(null=True, blank=True)
-    aopc_curve = models.JSONField(default=dict, blank=True)
+    aopc_curve = models.JSONField(
+        default=list, blank=True, help_text="[{fraction, k, score_without, comprehensiveness}]"
+    )
     flipped = models.BooleanField(null=True)
     threshold = models.FloatField(null=True, blank=True)
     passed = models.BooleanField(null=True)
@@ -110,7 +112,12 @@ class FaithfulnessReport(models.Model):
 
 class CanaryCheck(models.Model):
     """The fixed canary set re-checked at a model activation: pass rates per method and the
-    rank correlation of attributions with the previously active version."""
+    rank correlation of attributions with the previously active version.
+
+    `details` holds each canary's result per method (attribution, check, verdict); `findings`
+    the canaries whose check passed with the previous version and fails now; `parameters` where
+    the canary set came from, the threshold, n_steps, the flag rate and the rank correlation per
+    method. A check that could not run is recorded with `error`: drift is never hidden."""
 
     model_version = models.ForeignKey(ModelVersion, on_delete=models.CASCADE, related_name="canary_checks")
     previous_version = models.ForeignKey(
@@ -120,6 +127,8 @@ class CanaryCheck(models.Model):
     rank_correlation = models.FloatField(null=True, blank=True)
     details = models.JSONField(default=list)
     findings = models.JSONField(default=list, help_text="Canaries that passed before and fail now.")
+    parameters = models.JSONField(default=dict)
+    error = models.TextField(blank=True, help_text="Why the check could not run (it is recorded anyway).")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
