@@ -182,6 +182,7 @@ AXES_COOLOFF_TIME = env_float("AXES_COOLOFF_MINUTES", 15.0, low=0.0) / 60.0
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"  # rendered with status 429
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

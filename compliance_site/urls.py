@@ -7,6 +7,8 @@ from compliance_site import views
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("accounts/", include("reviews.account_urls")),
+    path("review/", include("reviews.urls")),
     path("admin/", admin.site.urls),
     path("api/", include("scoring.urls")),
     path("explanations/", include("explanations.urls")),

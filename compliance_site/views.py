@@ -1,15 +1,38 @@
-"""Site-level views: the landing page and the health check."""
+"""Site-level views: the role-aware landing page and the health check."""
 
 from __future__ import annotations
 
+from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.views.decorators.http import require_GET
 
 
+@require_GET
+@login_required
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "home.html")
+    """Each role lands on what it does: reviewers on the queue, auditors on the records,
+    compliance admins on escalations. A user with no role is told so."""
+    from reviews.roles import Role, has_role
+    from reviews.selectors import escalated_messages, lock_held, queue_messages
+
+    user = request.user
+    context = {
+        "is_reviewer": has_role(user, Role.REVIEWER),
+        "is_auditor": has_role(user, Role.AUDITOR),
+        "is_admin": has_role(user, Role.COMPLIANCE_ADMIN),
+        "is_service": has_role(user, Role.INGEST_SERVICE),
+    }
+    if context["is_reviewer"] or context["is_admin"]:
+        context["queue_count"] = queue_messages().count()
+    if context["is_reviewer"]:
+        context["held"] = lock_held(user)
+    if context["is_admin"]:
+        context["escalation_count"] = escalated_messages().count()
+    return render(request, "home.html", context)
 
 
+@require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
     from compliance_site.health import health_report
 

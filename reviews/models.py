@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from scoring.models import ClaimType, Message, ModelVersion
 
@@ -29,6 +30,10 @@ class ReviewLock(models.Model):
 
     def __str__(self) -> str:
         return f"{self.message_id} locked by {self.reviewer_id} until {self.expires_at:%H:%M}"
+
+    @property
+    def is_live(self) -> bool:
+        return self.expires_at > timezone.now()
 
 
 class ReviewDecisionQuerySet(models.QuerySet):

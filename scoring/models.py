@@ -98,6 +98,11 @@ class ModelVersion(models.Model):
     )
     is_active = models.BooleanField(default=False)
     is_shadow = models.BooleanField(default=False)
+    shadow_since = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When shadow scoring started: messages after it get a shadow prediction.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     activated_at = models.DateTimeField(null=True, blank=True)
 

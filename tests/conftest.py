@@ -51,21 +51,11 @@ def require_or_skip(available: bool, what: str, env_flag: str) -> None:
     pytest.skip(f"{what} is not available")
 
 
-def seed_reference_data() -> None:
-    """Re-create what data migrations seed (claim types, role groups, rules). Transactional
-    tests flush every table afterwards, so tests that use them call this first."""
-    import importlib
-
-    from django.apps import apps
-
-    for module in ("scoring.migrations.0002_claim_types", "reviews.migrations.0002_role_groups"):
-        migration = importlib.import_module(module)
-        (migration.seed if hasattr(migration, "seed") else migration.create_groups)(apps, None)
-
-
 @pytest.fixture
-def seeded_transactional_db(transactional_db):
-    seed_reference_data()
+def seeded_transactional_db(django_db_serialized_rollback, transactional_db):
+    """A transactional database that still holds what data migrations seeded (claim types, role
+    groups, rules). Every transactional test must use serialized rollback: mixing it with plain
+    flushes makes Django re-create content types twice."""
     return transactional_db
 
 

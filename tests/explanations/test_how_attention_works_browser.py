@@ -11,7 +11,7 @@ from django.test import Client
 
 from tests.conftest import require_or_skip
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 PLOTLY_JS = Path(__import__("plotly").__file__).parent / "package_data" / "plotly.min.js"
 PLOTLY_CSS = django_settings.BASE_DIR / "static" / "plotly" / "plotly-global.css"

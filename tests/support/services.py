@@ -3,21 +3,17 @@ and pointing this test process's Celery app at a given broker."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection
 
 from compliance_site.celery import app as celery_app
+from compliance_site.processes import WorkerProcess, wait_until
 
 ROOT = Path(settings.BASE_DIR)
 LOG_DIR = ROOT / "test-artifacts" / "logs"
@@ -27,15 +23,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def wait_until(predicate, *, timeout: float, interval: float = 0.1, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(interval)
-    raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
 class RedisServer:
@@ -87,97 +74,13 @@ class RedisServer:
         self.process = None
 
 
-def test_database_url() -> str:
-    """The URL of the database this test run is using (pytest-django's test database)."""
-    db = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{db['NAME']}"
-    if connection.vendor == "postgresql":
-        auth = db["USER"] or "postgres"
-        if db.get("PASSWORD"):
-            auth += f":{db['PASSWORD']}"
-        return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-    raise RuntimeError(f"no worker support for {connection.vendor}")
-
-
-class CeleryWorker:
-    """A real `celery worker` process on the given broker and this run's test database."""
+class CeleryWorker(WorkerProcess):
+    """A real worker on the test database, logging under test-artifacts/logs/."""
 
     def __init__(
         self, *, broker_url: str, queues: str = "gpu,default", name: str = "worker", **env: str
     ) -> None:
-        self.broker_url = broker_url
-        self.queues = queues
-        self.name = name
-        self.env = env
-        self.process: subprocess.Popen | None = None
-        LOG_DIR.mkdir(parents=True, exist_ok=True)
-        self.log_path = LOG_DIR / f"{name}-{os.getpid()}-{free_port()}.log"
-
-    def start(self, *, timeout: float = 60) -> CeleryWorker:
-        env = {
-            **os.environ,
-            "DATABASE_URL": test_database_url(),
-            "CELERY_BROKER_URL": self.broker_url,
-            "PYTHONUNBUFFERED": "1",
-            **self.env,
-        }
-        self._log = self.log_path.open("ab")
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "compliance_site",
-                "worker",
-                "-Q",
-                self.queues,
-                "--pool",
-                "prefork",
-                "--concurrency",
-                "1",
-                "--without-gossip",
-                "--without-mingle",
-                "-n",
-                f"{self.name}-{os.getpid()}@%h",
-                "--loglevel",
-                "INFO",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: kill() reaches the pool children too
-        )
-        wait_until(
-            lambda: b" ready." in self.log_path.read_bytes() or self.process.poll() is not None,
-            timeout=timeout,
-            what=f"celery worker {self.name} to be ready",
-        )
-        if self.process.poll() is not None:
-            raise RuntimeError(f"worker exited at start:\n{self.log()}")
-        return self
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def kill(self) -> None:
-        """SIGKILL the worker and its pool children at once: no chance to ack or requeue."""
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=10)
-        if getattr(self, "_log", None):
-            self._log.close()
+        super().__init__(broker_url=broker_url, queues=queues, name=name, log_dir=LOG_DIR, **env)
 
 
 def _reset_celery_connections() -> None:

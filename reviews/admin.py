@@ -1,0 +1,60 @@
+"""Admin site for the reviews app. Decision records are read-only here: no add, change or
+delete for anyone (corrections go through the decision service as new records). Compliance
+admins may view them; nobody else sees these pages."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from reviews.models import ReviewDecision, ReviewLock
+from reviews.roles import Role, has_role
+
+
+class _ComplianceAdminViewOnly(admin.ModelAdmin):
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return has_role(request.user, Role.COMPLIANCE_ADMIN)
+
+    def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
+        return has_role(request.user, Role.COMPLIANCE_ADMIN)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(ReviewDecision)
+class ReviewDecisionAdmin(_ComplianceAdminViewOnly):
+    list_display = (
+        "sequence",
+        "created_at",
+        "message",
+        "reviewer",
+        "verdict",
+        "claim_type",
+        "agrees_with_model",
+    )
+    list_filter = ("verdict", "is_second_level", "agrees_with_model")
+    search_fields = ("message__external_id",)
+    list_select_related = ("message", "reviewer", "claim_type")
+    ordering = ("-sequence",)
+    actions = None
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        return [field.name for field in self.model._meta.fields]
+
+
+@admin.register(ReviewLock)
+class ReviewLockAdmin(_ComplianceAdminViewOnly):
+    list_display = ("message", "reviewer", "locked_at", "expires_at")
+    list_select_related = ("message", "reviewer")
+    actions = None
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        # An admin may free a stuck lock; locks are not part of the audit record.
+        return has_role(request.user, Role.COMPLIANCE_ADMIN)

@@ -1,0 +1,53 @@
+"""DRF permission classes for the role table, for the API to reuse.
+
+    permission_classes = [HasRole.of(Role.INGEST_SERVICE)]
+    permission_classes = [HasRole.of(Role.AUDITOR, Role.COMPLIANCE_ADMIN) & ReadOnly]
+
+or set `required_roles` on the view and use `HasRole` itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+
+from reviews.roles import Role, has_role
+
+
+class HasRole(BasePermission):
+    """Allows users who hold one of `roles` (or the view's `required_roles`)."""
+
+    roles: tuple[Role, ...] = ()
+    message = "Your role does not allow this."
+
+    @classmethod
+    def of(cls, *roles: Role) -> type[HasRole]:
+        if not roles:
+            raise ValueError("HasRole.of needs at least one role")
+        name = "HasRole_" + "_".join(role.value for role in roles)
+        return type(name, (cls,), {"roles": tuple(roles)})
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        roles = self.roles or tuple(getattr(view, "required_roles", ()))
+        return bool(roles) and has_role(request.user, *roles)
+
+
+class ReadOnly(BasePermission):
+    """Only safe methods (GET, HEAD, OPTIONS)."""
+
+    message = "This resource is read-only."
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        return request.method in SAFE_METHODS
+
+
+class HasRoleForMethod(BasePermission):
+    """Different roles for reads and writes: set `read_roles` and `write_roles` on the view."""
+
+    message = "Your role does not allow this."
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        attribute = "read_roles" if request.method in SAFE_METHODS else "write_roles"
+        roles = tuple(getattr(view, attribute, ()))
+        return bool(roles) and has_role(request.user, *roles)

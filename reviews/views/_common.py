@@ -1,0 +1,28 @@
+"""Small helpers shared by the review views."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, QueryDict
+
+from reviews.roles import Role, has_role
+
+
+def is_reviewer(request: HttpRequest) -> bool:
+    return has_role(request.user, Role.REVIEWER)
+
+
+def is_admin(request: HttpRequest) -> bool:
+    return has_role(request.user, Role.COMPLIANCE_ADMIN)
+
+
+def query_with(params: QueryDict, **changes: str | None) -> str:
+    """The query string of `params` with `changes` applied (None removes a key); the page
+    cursor is always dropped, because a changed filter starts again at the first page."""
+    query = params.copy()
+    query.pop("cursor", None)
+    for key, value in changes.items():
+        query.pop(key, None)
+        if value is not None:
+            query[key] = value
+    encoded = query.urlencode()
+    return f"?{encoded}" if encoded else "?"

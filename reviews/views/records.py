@@ -1,0 +1,169 @@
+"""The auditor's pages: decision records, one record's evidence, the CSV export and the audit
+chain check. Read-only: every unsafe method is refused for every role."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from explanations.models import Explanation, ExplanationStatus
+from reviews.access import role_required
+from reviews.constants import CSV_CHUNK_SIZE
+from reviews.forms import RecordFilterForm
+from reviews.hashing import record_hash
+from reviews.highlight import RuleSpan, build_segments
+from reviews.models import ReviewDecision
+from reviews.pagination import InvalidCursor
+from reviews.roles import Role
+from reviews.selectors import (
+    audit_chain_report,
+    decision_detail,
+    decision_records,
+    escalated_messages,
+    records_list,
+    records_page,
+)
+from reviews.views._common import query_with
+
+AUDIT_ROLES = (Role.AUDITOR, Role.COMPLIANCE_ADMIN)
+
+
+@role_required(*AUDIT_ROLES, write_roles=())
+@require_GET
+def records(request: HttpRequest) -> HttpResponse:
+    form = RecordFilterForm(request.GET)
+    context: dict[str, Any] = {"form": form}
+    if not form.is_valid():
+        return render(request, "reviews/records.html", context, status=400)
+    queryset = decision_records(form.filters())
+    try:
+        page = records_page(records_list(queryset), cursor=form.cleaned_data["cursor"] or None)
+    except InvalidCursor as exc:
+        context["error"] = str(exc)
+        return render(request, "reviews/records.html", context, status=400)
+    context.update(
+        {
+            "page": page,
+            "next_href": query_with(request.GET, cursor=page.next_cursor) if page.next_cursor else None,
+            "first_href": query_with(request.GET),
+            "is_first_page": not form.cleaned_data["cursor"],
+            "export_query": query_with(request.GET),
+        }
+    )
+    return render(request, "reviews/records.html", context)
+
+
+class _Echo:
+    """csv.writer target that hands each line back instead of buffering it."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: Any) -> Any:
+    """Neutralise spreadsheet formulas in free text (CSV injection): prefix with a quote."""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return "" if value is None else value
+
+
+CSV_COLUMNS: list[tuple[str, Any]] = [
+    ("sequence", lambda d: d.sequence),
+    ("decided_at", lambda d: d.created_at.isoformat()),
+    ("external_id", lambda d: d.message.external_id),
+    ("reviewer", lambda d: d.reviewer.username),
+    ("verdict", lambda d: d.verdict),
+    ("claim_type", lambda d: d.claim_type.code if d.claim_type else ""),
+    ("note", lambda d: d.note),
+    ("escalation_reason", lambda d: d.escalation_reason),
+    ("second_level", lambda d: d.is_second_level),
+    ("supersedes_sequence", lambda d: d.supersedes.sequence if d.supersedes else ""),
+    ("supersede_reason", lambda d: d.supersede_reason),
+    ("model_version", lambda d: d.model_version.name if d.model_version else ""),
+    ("model_score", lambda d: d.model_score),
+    ("model_threshold", lambda d: d.model_threshold),
+    ("model_flagged", lambda d: d.model_flagged),
+    ("model_claim_type", lambda d: d.model_claim_type.code if d.model_claim_type else ""),
+    ("qa_sample", lambda d: d.is_qa_sample),
+    ("agrees_with_model", lambda d: d.agrees_with_model),
+    ("claim_type_matches", lambda d: d.claim_type_matches),
+    ("rule_codes", lambda d: " ".join(m["rule_code"] for m in d.snapshot.get("rule_matches", []))),
+    ("explanation_id", lambda d: (d.snapshot.get("explanation") or {}).get("id")),
+    ("explanation_passed", lambda d: (d.snapshot.get("explanation") or {}).get("passed")),
+    ("content_hash", lambda d: d.content_hash),
+    ("previous_hash", lambda d: d.previous_hash),
+]
+
+
+def _csv_lines(queryset) -> Iterator[str]:
+    writer = csv.writer(_Echo())
+    yield writer.writerow([name for name, _ in CSV_COLUMNS])
+    for decision in queryset.iterator(chunk_size=CSV_CHUNK_SIZE):
+        yield writer.writerow([_cell(getter(decision)) for _, getter in CSV_COLUMNS])
+
+
+@role_required(*AUDIT_ROLES, write_roles=())
+@require_GET
+def records_csv(request: HttpRequest) -> HttpResponse:
+    """All records matching the page's filters, streamed (constant memory, one query)."""
+    form = RecordFilterForm(request.GET)
+    if not form.is_valid():
+        return render(request, "reviews/records.html", {"form": form}, status=400)
+    queryset = records_list(decision_records(form.filters()))
+    stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+    response = StreamingHttpResponse(_csv_lines(queryset), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="claimwatch-decisions-{stamp}.csv"'
+    return response
+
+
+@role_required(*AUDIT_ROLES, write_roles=())
+@require_GET
+def record_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    try:
+        decision = decision_detail(pk)
+    except ReviewDecision.DoesNotExist as exc:
+        raise Http404("No such decision record.") from exc
+    snapshot = decision.snapshot
+    shown = snapshot.get("explanation") or None
+    explanation = Explanation.objects.filter(pk=shown["id"]).first() if shown else None
+    words = explanation.words if explanation and explanation.status == ExplanationStatus.OK else []
+    spans = [
+        RuleSpan(m["start"], m["end"], f"{m['rule_code']} v{m['rule_set_version']}")
+        for m in snapshot.get("rule_matches", [])
+    ]
+    context = {
+        "decision": decision,
+        "snapshot": snapshot,
+        "shown_explanation": shown,
+        "segments": build_segments(decision.message.body, words, spans),
+        "recomputed_hash": record_hash(decision),
+        "superseded_by": ReviewDecision.objects.filter(supersedes=decision).only("id", "sequence").first(),
+        "history": ReviewDecision.objects.filter(message_id=decision.message_id)
+        .select_related("reviewer")
+        .only("id", "sequence", "verdict", "created_at", "reviewer__username", "supersedes_id"),
+    }
+    return render(request, "reviews/record_detail.html", context)
+
+
+@role_required(*AUDIT_ROLES, write_roles=())
+@require_GET
+def audit_chain(request: HttpRequest) -> HttpResponse:
+    started = timezone.now()
+    report = audit_chain_report()
+    elapsed_ms = (timezone.now() - started).total_seconds() * 1000
+    return render(request, "reviews/audit_chain.html", {"report": report, "elapsed_ms": elapsed_ms})
+
+
+@role_required(Role.COMPLIANCE_ADMIN, write_roles=())
+@require_GET
+def escalations(request: HttpRequest) -> HttpResponse:
+    return render(request, "reviews/escalations.html", {"messages_list": list(escalated_messages()[:200])})

@@ -1,0 +1,222 @@
+import re
+
+import pytest
+from django.urls import reverse
+
+from reviews.models import ReviewDecision
+from reviews.services import lock_claim
+from tests.factories import ExplanationFactory, ReviewDecisionFactory, reviewable_message
+
+pytestmark = pytest.mark.django_db
+
+
+def page(client, message):
+    response = client.get(reverse("reviews:message", args=[message.pk]))
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_a_script_payload_in_the_body_is_shown_as_text(reviewer_client):
+    message = reviewable_message(
+        body='<script>alert("x")</script><img src=x onerror=alert(1)> guaranteed returns'
+    )
+    html = page(reviewer_client, message)
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
+    assert "<script>alert" not in html
+    assert "<img src=x" not in html
+
+
+def test_the_rule_phrase_is_marked_and_the_attribution_is_a_word_level_heat(reviewer_client):
+    message = reviewable_message(body="Our fund offers guaranteed returns every year.")
+    html = page(reviewer_client, message)
+    body = re.search(r'<div class="message-body"[^>]*>(.*?)</div>', html, re.S).group(1)
+    assert '<mark class="rule heat-p5" title="Rule GR-' in body
+    assert ">guaranteed</mark>" in body
+    assert (
+        re.search(r'<span class="seg heat-p1" title="attribution 0\.0100">fund</span>', body) is None
+    )  # floor
+    assert re.sub(r"<[^>]+>", "", body) == message.body
+
+
+def test_the_evidence_panel_shows_score_threshold_type_model_version_and_rule(reviewer_client):
+    message = reviewable_message(score=0.873)
+    html = page(reviewer_client, message)
+    match = message.rule_matches.get()
+    assert "0.873" in html
+    assert "0.500 (at or above: flagged)" in html
+    assert "Guaranteed returns" in html
+    assert message.routing_prediction.model_version.name in html
+    assert f"{match.rule_code}</span> (rule set v{match.rule_set_version}" in html
+
+
+def test_a_passed_check_says_the_highlight_explains_the_flag_with_its_numbers(reviewer_client):
+    message = reviewable_message()
+    html = page(reviewer_client, message)
+    assert "Check passed" in html
+    assert "Removing the 2 highlighted words moves the score from 0.91 to 0.12" in html
+    assert "Pass rule: passes when comprehensiveness" in html
+    assert "0.790" in html  # comprehensiveness
+
+
+def test_a_failed_check_says_plainly_that_the_highlight_does_not_explain_the_flag(reviewer_client):
+    message = reviewable_message(explanation=False)
+    ExplanationFactory(message=message, prediction=message.routing_prediction, passed=False)
+    html = page(reviewer_client, message)
+    assert "Check failed: the highlight does not explain the flag." in html
+    assert "treat the colours with suspicion" in html
+
+
+def test_a_failed_explanation_says_so_and_highlights_nothing(reviewer_client):
+    message = reviewable_message(explanation=False)
+    ExplanationFactory(
+        message=message,
+        prediction=message.routing_prediction,
+        status="failed",
+        failure_reason="Integrated Gradients did not converge.",
+        words=[],
+        passed=None,
+    )
+    html = page(reviewer_client, message)
+    assert "The explanation could not be computed." in html
+    assert "Integrated Gradients did not converge." in html
+    body = re.search(r'<div class="message-body"[^>]*>(.*?)</div>', html, re.S).group(1)
+    assert "heat-" not in body
+    assert "No words are coloured" in html
+
+
+def test_a_message_without_an_explanation_says_so(reviewer_client):
+    html = page(reviewer_client, reviewable_message(explanation=False))
+    assert "No explanation was computed for this prediction." in html
+
+
+def test_the_attention_diagnostic_is_a_collapsed_panel_labelled_as_not_why(reviewer_client):
+    html = page(reviewer_client, reviewable_message(attention=True))
+    panel = re.search(r'<details class="attention" id="attention-panel">(.*?)</details>', html, re.S).group(1)
+    assert "where information flowed inside the model, <strong>not why it decided</strong>" in panel
+    assert "Normalisation: softmax over keys per query row" in panel
+    assert 'type="application/json"' in panel
+    assert "js/review-attention.js" in html
+
+
+def test_no_attention_panel_without_a_diagnostic(reviewer_client):
+    assert "attention-panel" not in page(reviewer_client, reviewable_message())
+
+
+def test_the_attention_endpoint_returns_one_head_as_json(reviewer_client):
+    message = reviewable_message(attention=True)
+    url = reverse("reviews:attention", args=[message.pk])
+    data = reviewer_client.get(url, {"layer": 1, "head": 1}).json()
+    assert data["title"] == "Layer 2, head 2"
+    assert len(data["z"]) == len(data["tokens"]) == 7
+    assert all(abs(sum(row) - 1) < 0.01 for row in data["z"])
+    assert reviewer_client.get(url, {"layer": "rollout"}).status_code == 200
+    bad = reviewer_client.get(url, {"layer": 9, "head": 0})
+    assert bad.status_code == 400 and "No layer 9" in bad.json()["error"]
+
+
+def test_the_attention_endpoint_is_404_without_a_diagnostic(reviewer_client):
+    message = reviewable_message()
+    assert reviewer_client.get(reverse("reviews:attention", args=[message.pk])).status_code == 404
+
+
+def test_the_decision_form_is_only_offered_to_the_reviewer_holding_the_lock(
+    reviewer, reviewer_client, second_reviewer_client
+):
+    message = reviewable_message()
+    assert 'id="decision-form"' not in page(reviewer_client, message)
+    assert "Take this message" in page(reviewer_client, message)
+    lock_claim(reviewer=reviewer, message=message)
+    assert 'id="decision-form"' in page(reviewer_client, message)
+    other = page(second_reviewer_client, message)
+    assert 'id="decision-form"' not in other
+    assert "rita_reviewer is reviewing this message" in other
+
+
+def test_a_decision_posted_by_the_lock_holder_is_recorded_and_leaves_the_queue(reviewer, reviewer_client):
+    message = reviewable_message()
+    lock_claim(reviewer=reviewer, message=message)
+    response = reviewer_client.post(
+        reverse("reviews:decide", args=[message.pk]),
+        {"verdict": "claim", "claim_type": "risk_free", "note": "Says capital cannot be lost."},
+    )
+    assert response.status_code == 302 and response["Location"] == reverse("reviews:queue")
+    decision = ReviewDecision.objects.get(message=message)
+    assert (decision.verdict, decision.claim_type.code, decision.note) == (
+        "claim",
+        "risk_free",
+        "Says capital cannot be lost.",
+    )
+    assert (
+        f'data-message-id="{message.pk}"'
+        not in reviewer_client.get(reverse("reviews:queue")).content.decode()
+    )
+
+
+def test_a_claim_without_a_claim_type_is_refused_with_the_reason(reviewer, reviewer_client):
+    message = reviewable_message()
+    lock_claim(reviewer=reviewer, message=message)
+    response = reviewer_client.post(reverse("reviews:decide", args=[message.pk]), {"verdict": "claim"})
+    assert response.status_code == 400
+    assert "Choose the claim type of this claim." in response.content.decode()
+    assert not ReviewDecision.objects.exists()
+
+
+def test_a_decision_without_the_lock_is_refused_with_409(reviewer_client):
+    message = reviewable_message()
+    response = reviewer_client.post(reverse("reviews:decide", args=[message.pk]), {"verdict": "no_claim"})
+    assert response.status_code == 409
+    assert "You have not claimed this message" in response.content.decode()
+    assert not ReviewDecision.objects.exists()
+
+
+def test_a_resubmitted_decision_is_not_written_twice(reviewer, reviewer_client):
+    message = reviewable_message()
+    lock_claim(reviewer=reviewer, message=message)
+    url = reverse("reviews:decide", args=[message.pk])
+    reviewer_client.post(url, {"verdict": "no_claim"})
+    again = reviewer_client.post(url, {"verdict": "no_claim"}, follow=True)
+    assert "already been decided; nothing was recorded" in again.content.decode()
+    assert ReviewDecision.objects.filter(message=message).count() == 1
+
+
+def test_an_escalation_through_the_page_needs_a_reason_and_reaches_the_admin_queue(
+    reviewer, reviewer_client, admin_client_
+):
+    message = reviewable_message()
+    lock_claim(reviewer=reviewer, message=message)
+    url = reverse("reviews:decide", args=[message.pk])
+    assert reviewer_client.post(url, {"verdict": "escalate"}).status_code == 400
+    reviewer_client.post(url, {"verdict": "escalate", "escalation_reason": "Looks like a forecast, unsure."})
+    listing = admin_client_.get(reverse("reviews:escalations")).content.decode()
+    assert message.external_id in listing
+    assert "Looks like a forecast, unsure." in listing
+
+
+def test_an_admin_decides_an_escalation_on_its_page(reviewer, admin_client_):
+    escalation = ReviewDecisionFactory(reviewer=reviewer, verdict="escalate")
+    html = page(admin_client_, escalation.message)
+    assert "Second-level decision" in html
+    response = admin_client_.post(
+        reverse("reviews:second_level", args=[escalation.message.pk]), {"verdict": "no_claim"}
+    )
+    assert response.status_code == 302
+    latest = ReviewDecision.objects.get(sequence=escalation.sequence + 1)
+    assert latest.is_second_level and latest.verdict == "no_claim"
+
+
+def test_an_admin_records_a_correction_with_a_reason(reviewer, admin_client_):
+    first = ReviewDecisionFactory(reviewer=reviewer, verdict="no_claim")
+    url = reverse("reviews:correct", args=[first.message.pk])
+    missing_reason = admin_client_.post(url, {"verdict": "no_claim", "supersedes": first.pk})
+    assert missing_reason.status_code == 400
+    admin_client_.post(
+        url,
+        {
+            "verdict": "claim",
+            "claim_type": "guaranteed_returns",
+            "supersedes": first.pk,
+            "supersede_reason": "Missed it.",
+        },
+    )
+    correction = ReviewDecision.objects.get(supersedes=first)
+    assert correction.supersede_reason == "Missed it."

@@ -1,0 +1,219 @@
+"""The scoring step in process: routing, failures, idempotency, the sweeper (tiny real model)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from unittest import mock
+
+import pytest
+from django.test import override_settings
+from django.utils import timezone
+
+from scoring import routing
+from scoring.constants import MessageStatus
+from scoring.errors import ModelNotReady
+from scoring.models import Message, ModelVersion, Prediction, RuleMatch
+from scoring.services.pipeline import messages_enqueue_scoring, messages_score_batch, messages_sweep
+from tests.factories import MessageFactory
+
+pytestmark = pytest.mark.django_db
+
+NEUTRAL = "Lunch is at noon in the main meeting room, see you there."
+RULE_HIT = "Good news: your returns are guaranteed with this fund."
+
+
+def with_threshold(version: ModelVersion, threshold: float) -> ModelVersion:
+    # Test-only: the product never edits a threshold in place (a new version shares the artifact).
+    ModelVersion.objects.filter(pk=version.pk).update(threshold=threshold)
+    version.refresh_from_db()
+    return version
+
+
+def queued(body: str, **fields) -> Message:
+    return MessageFactory(body=body, status=MessageStatus.QUEUED, queued_at=timezone.now(), **fields)
+
+
+# --- pure routing ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("score", "rule_hit", "qa", "reason", "explain", "review"),
+    [
+        (0.9, True, False, routing.MODEL_AND_RULE, True, True),
+        (0.9, False, True, routing.MODEL_FLAG, True, True),
+        (0.1, True, False, routing.RULE_HIT, True, True),
+        (0.1, False, True, routing.QA_SAMPLE, False, True),
+        (0.1, False, False, routing.CLEARED, False, False),
+        (0.5, False, False, routing.MODEL_FLAG, True, True),  # the threshold itself flags
+    ],
+)
+def test_routing_follows_the_brief(score, rule_hit, qa, reason, explain, review):
+    decided = routing.route(score=score, threshold=0.5, rule_hit=rule_hit, qa_sample=qa)
+
+    assert (decided.reason, decided.needs_explanation, decided.to_review) == (reason, explain, review)
+    assert decided.is_qa_sample == (reason == routing.QA_SAMPLE)
+
+
+def test_the_qa_draw_is_deterministic_per_message_and_close_to_its_rate():
+    draws = [routing.is_qa_sample(f"m-{i}", rate=0.02, salt="s") for i in range(20_000)]
+
+    assert draws == [routing.is_qa_sample(f"m-{i}", rate=0.02, salt="s") for i in range(20_000)]
+    assert 0.015 < sum(draws) / len(draws) < 0.025
+    assert not any(routing.is_qa_sample(f"m-{i}", rate=0.0, salt="s") for i in range(100))
+
+
+# --- the scoring step ---------------------------------------------------------------------------
+
+
+def test_a_batch_is_scored_matched_and_routed(tiny_model_version, django_capture_on_commit_callbacks):
+    with_threshold(tiny_model_version, 1.0)  # nothing flagged by the model: rules and QA decide
+    hit, plain = queued(RULE_HIT), queued(NEUTRAL)
+
+    with (
+        override_settings(QA_SAMPLE_RATE=0.0),
+        mock.patch("scoring.services.pipeline.messages_enqueue_explanation") as enqueue_explain,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        outcome = messages_score_batch(message_ids=[hit.pk, plain.pk])
+
+    hit.refresh_from_db()
+    plain.refresh_from_db()
+    assert (outcome.scored, outcome.failed, outcome.to_explain) == (2, 0, [hit.pk])
+    assert hit.status == MessageStatus.SCORED and hit.route_reason == routing.RULE_HIT
+    assert plain.status == MessageStatus.CLEARED and plain.cleared_at is not None
+    enqueue_explain.assert_called_once_with(message_ids=[hit.pk])
+    prediction = Prediction.objects.get(message=hit)
+    assert hit.routing_prediction == prediction and hit.queue_score == prediction.score
+    assert prediction.threshold == 1.0 and prediction.flagged is False
+    assert set(prediction.probabilities) == set(tiny_model_version.labels)
+    assert prediction.window_scores and prediction.window_scores[0]["start"] == 0
+    match = RuleMatch.objects.get(message=hit)
+    assert RULE_HIT[match.start : match.end].lower() == match.text.lower()
+    assert match.claim_type.code == "guaranteed_returns" and match.rule_set_version == 1
+
+
+def test_a_score_at_or_above_the_threshold_flags_and_asks_for_an_explanation(tiny_model_version):
+    with_threshold(tiny_model_version, 0.0)
+    message = queued(NEUTRAL)
+
+    with mock.patch("scoring.services.pipeline.messages_enqueue_explanation"):
+        messages_score_batch(message_ids=[message.pk])
+
+    message.refresh_from_db()
+    assert message.status == MessageStatus.SCORED
+    assert message.route_reason == routing.MODEL_FLAG
+    assert message.routing_prediction.flagged is True
+
+
+def test_a_qa_sample_below_threshold_goes_to_review_marked_as_a_sample(tiny_model_version):
+    with_threshold(tiny_model_version, 1.0)
+    message = queued(NEUTRAL)
+
+    with override_settings(QA_SAMPLE_RATE=1.0):
+        messages_score_batch(message_ids=[message.pk])
+
+    message.refresh_from_db()
+    assert message.status == MessageStatus.IN_REVIEW and message.is_qa_sample
+    assert message.route_reason == routing.QA_SAMPLE and message.in_review_at is not None
+
+
+def test_a_message_the_scorer_refuses_fails_alone_with_its_reason(tiny_model_version):
+    with_threshold(tiny_model_version, 1.0)
+    bad, good = queued(" \n\t "), queued(NEUTRAL)
+
+    with override_settings(QA_SAMPLE_RATE=0.0):
+        outcome = messages_score_batch(message_ids=[bad.pk, good.pk])
+
+    bad.refresh_from_db()
+    good.refresh_from_db()
+    assert (outcome.scored, outcome.failed) == (1, 1)
+    assert bad.status == MessageStatus.FAILED and "nothing to score" in bad.status_reason
+    assert good.status == MessageStatus.CLEARED
+    assert not Prediction.objects.filter(message=bad).exists()
+
+
+def test_scoring_the_same_batch_twice_writes_nothing_the_second_time(tiny_model_version):
+    messages = [queued(f"{NEUTRAL} ({i})") for i in range(5)]
+    ids = [m.pk for m in messages]
+
+    with mock.patch("scoring.services.pipeline.messages_enqueue_explanation"):
+        first = messages_score_batch(message_ids=ids)
+        second = messages_score_batch(message_ids=ids)
+
+    assert first.scored == 5
+    assert (second.scored, second.failed, second.skipped) == (0, 0, 5)
+    assert Prediction.objects.filter(message_id__in=ids).count() == 5
+
+
+def test_a_message_started_too_often_without_finishing_is_failed_as_poison(tiny_model_version):
+    with override_settings(MAX_ATTEMPTS=3):
+        poison = queued(NEUTRAL, attempts=3)
+        fine = queued(NEUTRAL + " again", attempts=1)
+        with mock.patch("scoring.services.pipeline.messages_enqueue_explanation"):
+            outcome = messages_score_batch(message_ids=[poison.pk, fine.pk])
+
+    poison.refresh_from_db()
+    fine.refresh_from_db()
+    assert poison.status == MessageStatus.FAILED and "never completed" in poison.status_reason
+    assert fine.status != MessageStatus.FAILED and fine.attempts == 2
+    assert outcome.failed == 1
+
+
+def test_without_an_active_model_scoring_raises_model_not_ready_and_changes_nothing():
+    message = queued(NEUTRAL)
+
+    with pytest.raises(ModelNotReady, match="activate_model"):
+        messages_score_batch(message_ids=[message.pk])
+
+    message.refresh_from_db()
+    assert message.status == MessageStatus.QUEUED and message.attempts == 0
+
+
+# --- enqueueing and the sweeper -------------------------------------------------------------------
+
+
+def test_enqueueing_marks_messages_queued_only_after_a_successful_publish():
+    messages = MessageFactory.create_batch(3)
+
+    with mock.patch("scoring.tasks.score_batch.apply_async", side_effect=ConnectionError("broker down")):
+        assert messages_enqueue_scoring(message_ids=[m.pk for m in messages]) == 0
+    assert set(Message.objects.values_list("status", flat=True)) == {MessageStatus.RECEIVED}
+
+    with mock.patch("scoring.tasks.score_batch.apply_async") as publish:
+        assert messages_enqueue_scoring(message_ids=[m.pk for m in messages]) == 3
+    publish.assert_called_once()
+    assert set(Message.objects.values_list("status", flat=True)) == {MessageStatus.QUEUED}
+
+
+@override_settings(SCORING_BATCH_SIZE=2)
+def test_enqueueing_splits_ids_into_batches():
+    messages = MessageFactory.create_batch(5)
+
+    with mock.patch("scoring.tasks.score_batch.apply_async") as publish:
+        messages_enqueue_scoring(message_ids=[m.pk for m in messages])
+
+    assert [len(call.kwargs["args"][0]) for call in publish.call_args_list] == [2, 2, 1]
+
+
+@override_settings(SWEEP_GRACE_SECONDS=5, STUCK_AFTER_SECONDS=60)
+def test_the_sweeper_requeues_what_waits_too_long_and_leaves_fresh_work_alone():
+    now = timezone.now()
+    stale_received = MessageFactory()
+    Message.objects.filter(pk=stale_received.pk).update(created_at=now - timedelta(seconds=30))
+    fresh_received = MessageFactory()
+    stuck = queued(NEUTRAL)
+    Message.objects.filter(pk=stuck.pk).update(queued_at=now - timedelta(minutes=5))
+    fresh_queued = queued(NEUTRAL)
+
+    with (
+        mock.patch("scoring.tasks.score_batch.apply_async") as publish,
+        mock.patch("explanations.tasks.explain_batch.apply_async"),
+    ):
+        result = messages_sweep(now=now)
+
+    published = sorted(i for call in publish.call_args_list for i in call.kwargs["args"][0])
+    assert published == sorted([stale_received.pk, stuck.pk])
+    assert (result.received_enqueued, result.stuck_requeued) == (1, 1)
+    assert Message.objects.get(pk=fresh_received.pk).status == MessageStatus.RECEIVED
+    assert Message.objects.get(pk=fresh_queued.pk).attempts == 0
+    assert Message.objects.get(pk=stuck.pk).status == MessageStatus.QUEUED, "waiting is never a failure"

@@ -1,0 +1,193 @@
+"""Every page and endpoint against every role of the brief's role table, anonymous included.
+
+The matrix is data: add a `Route` row for each new page or API endpoint, naming the roles that
+may use it. A row's check is the gate, not the page's business rules: an allowed role must not
+be refused (a 400 or 409 from the page's own validation still counts as let through); every
+other signed-in role must get 403 (405 for a method the page does not have); anonymous users
+are sent to the login page (pages) or get 401/403 (API).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from django.test import Client
+from django.urls import get_resolver, reverse
+
+from reviews.roles import Role
+from tests.factories import ReviewDecisionFactory, UserFactory, reviewable_message
+
+ANONYMOUS = "anonymous"
+NO_ROLE = "no_role"
+REVIEWER, AUDITOR, ADMIN, SERVICE = (r.value for r in Role)
+ROLES = (ANONYMOUS, NO_ROLE, REVIEWER, AUDITOR, ADMIN, SERVICE)
+SIGNED_IN = frozenset({NO_ROLE, REVIEWER, AUDITOR, ADMIN, SERVICE})
+EVERYONE = SIGNED_IN | {ANONYMOUS}
+
+
+@dataclass
+class World:
+    in_review: int
+    escalated: int
+    decided: int
+    decision: int
+
+
+@dataclass(frozen=True)
+class Route:
+    name: str
+    method: str
+    path: Callable[[World], str]
+    allowed: frozenset[str]
+    kind: str = "page"  # "page" (login redirect), "api" (401/403), "admin" (Django admin login)
+    data: dict | None = None
+
+
+def url(name: str, *args: str) -> Callable[[World], str]:
+    return lambda w: reverse(name, args=[getattr(w, a) for a in args])
+
+
+R = frozenset
+ROUTES: list[Route] = [
+    Route("home", "get", url("home"), SIGNED_IN),
+    Route("healthz", "get", url("healthz"), EVERYONE),
+    Route("login", "get", url("login"), EVERYONE),
+    Route("password_change", "get", url("password_change"), SIGNED_IN),
+    Route("reviews:queue", "get", url("reviews:queue"), R({REVIEWER, ADMIN})),
+    Route("reviews:queue", "post", url("reviews:queue"), R()),
+    Route("reviews:next", "post", url("reviews:next"), R({REVIEWER})),
+    Route("reviews:next", "get", url("reviews:next"), R()),
+    Route("reviews:message", "get", url("reviews:message", "in_review"), R({REVIEWER, AUDITOR, ADMIN})),
+    Route("reviews:message", "post", url("reviews:message", "in_review"), R()),
+    Route("reviews:attention", "get", url("reviews:attention", "in_review"), R({REVIEWER, AUDITOR, ADMIN})),
+    Route("reviews:claim", "post", url("reviews:claim", "in_review"), R({REVIEWER})),
+    Route("reviews:release", "post", url("reviews:release", "in_review"), R({REVIEWER})),
+    Route(
+        "reviews:decide",
+        "post",
+        url("reviews:decide", "in_review"),
+        R({REVIEWER}),
+        data={"verdict": "no_claim"},
+    ),
+    Route(
+        "reviews:second_level",
+        "post",
+        url("reviews:second_level", "escalated"),
+        R({ADMIN}),
+        data={"verdict": "no_claim"},
+    ),
+    Route("reviews:correct", "post", url("reviews:correct", "decided"), R({ADMIN})),
+    Route("reviews:escalations", "get", url("reviews:escalations"), R({ADMIN})),
+    Route("reviews:escalations", "post", url("reviews:escalations"), R()),
+    Route("reviews:records", "get", url("reviews:records"), R({AUDITOR, ADMIN})),
+    Route("reviews:records", "post", url("reviews:records"), R()),
+    Route("reviews:records_csv", "get", url("reviews:records_csv"), R({AUDITOR, ADMIN})),
+    Route("reviews:records_csv", "post", url("reviews:records_csv"), R()),
+    Route("reviews:record", "get", url("reviews:record", "decision"), R({AUDITOR, ADMIN})),
+    Route("reviews:record", "post", url("reviews:record", "decision"), R()),
+    Route("reviews:record", "delete", url("reviews:record", "decision"), R()),
+    Route("reviews:audit_chain", "get", url("reviews:audit_chain"), R({AUDITOR, ADMIN})),
+    Route("reviews:audit_chain", "post", url("reviews:audit_chain"), R()),
+    Route("admin:index", "get", url("admin:index"), R({ADMIN}), kind="admin"),
+    Route(
+        "admin:reviews_reviewdecision_changelist",
+        "get",
+        url("admin:reviews_reviewdecision_changelist"),
+        R({ADMIN}),
+        kind="admin",
+    ),
+    Route(
+        "admin:reviews_reviewdecision_delete",
+        "post",
+        url("admin:reviews_reviewdecision_delete", "decision"),
+        R(),
+        kind="admin",
+    ),
+    Route(
+        "admin:reviews_reviewdecision_change",
+        "post",
+        url("admin:reviews_reviewdecision_change", "decision"),
+        R(),
+        kind="admin",
+    ),
+]
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def world(db) -> World:
+    author = UserFactory(username="matrix_author", role=Role.REVIEWER)
+    in_review = reviewable_message(attention=True)
+    escalated = ReviewDecisionFactory(reviewer=author, verdict="escalate").message
+    decision = ReviewDecisionFactory(reviewer=author, verdict="no_claim")
+    return World(in_review.pk, escalated.pk, decision.message_id, decision.pk)
+
+
+def client_for(role: str) -> Client:
+    client = Client()
+    if role == ANONYMOUS:
+        return client
+    user = UserFactory(username=f"matrix_{role}", role=None if role == NO_ROLE else role)
+    if role == ADMIN:
+        user.is_staff = True  # what create_user gives a compliance admin
+        user.save()
+    client.force_login(user)
+    return client
+
+
+def refused(route: Route, role: str, response) -> bool:
+    location = response.get("Location", "")
+    if role == ANONYMOUS:
+        if route.kind == "api":
+            return response.status_code in (401, 403)
+        if route.kind == "admin":
+            return response.status_code == 302 and "/admin/login/" in location
+        return response.status_code == 302 and location.startswith(reverse("login"))
+    if route.kind == "admin" and response.status_code == 302 and "/admin/login/" in location:
+        return True
+    return response.status_code in (403, 405)
+
+
+CASES = [
+    pytest.param(route, role, id=f"{route.method}-{route.name}-{role}") for route in ROUTES for role in ROLES
+]
+
+
+@pytest.mark.parametrize(("route", "role"), CASES)
+def test_role_matrix(route: Route, role: str, world: World):
+    client = client_for(role)
+    path = route.path(world)
+    response = getattr(client, route.method)(path, route.data or {})
+    if role in route.allowed:
+        assert not refused(route, role, response), f"{role} was refused {route.method.upper()} {path}"
+        assert response.status_code not in (401, 403, 405, 500)
+    else:
+        assert refused(route, role, response), (
+            f"{role} was let through {route.method.upper()} {path}: {response.status_code}"
+        )
+
+
+def test_every_review_page_has_a_row_in_the_matrix():
+    names = {
+        f"reviews:{name}"
+        for name in get_resolver().namespace_dict["reviews"][1].reverse_dict
+        if isinstance(name, str)
+    }
+    covered = {route.name for route in ROUTES}
+    assert names - covered == set()
+
+
+@pytest.mark.django_db
+def test_auditors_are_refused_every_post(world):
+    client = client_for(AUDITOR)
+    for route in ROUTES:
+        path = route.path(world)
+        response = client.post(path, route.data or {})
+        # Their own account is the one thing an auditor may change: signing in, their password.
+        assert refused(route, AUDITOR, response) or route.name in ("login", "password_change"), path
