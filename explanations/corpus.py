@@ -21,23 +21,27 @@ class CorpusUnavailable(Exception):
     """The corpus or the canary list cannot be read, with the reason."""
 
 
+NEEDED = ("id", "body", "label", "claim_type", "split")
+
+
 def read_rows(path: str | Path) -> list[dict]:
-    """The corpus rows (the corpus package's reader when it is installed, else plain JSONL)."""
+    """The corpus rows, read with the corpus package's reader. Only the fields the checks use
+    are required (id, body, label, claim_type, split; rationales and slices when present), so
+    a smaller hand-made corpus in the same format works too."""
+    from scoring.corpus.generator import CorpusError, read_jsonl
+
     source = Path(path)
     if not source.is_file():
         raise CorpusUnavailable(f"the corpus {source} does not exist")
     try:
-        from scoring.corpus.generator import read_jsonl
-    except ImportError:
-        read_jsonl = None
-    try:
-        if read_jsonl is not None:
-            return read_jsonl(source)
-        return [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
-    except (ValueError, OSError) as exc:
+        rows = read_jsonl(source, validate=False)
+    except (CorpusError, OSError) as exc:
         raise CorpusUnavailable(f"the corpus {source} cannot be read: {exc}") from exc
-    except Exception as exc:  # the corpus package's own CorpusError
-        raise CorpusUnavailable(str(exc)) from exc
+    for number, row in enumerate(rows, start=1):
+        missing = [key for key in NEEDED if not isinstance(row, dict) or key not in row]
+        if missing:
+            raise CorpusUnavailable(f"row {number} of {source} lacks {', '.join(missing)}")
+    return rows
 
 
 def rationale_spans(row: dict) -> list[tuple[int, int]]:

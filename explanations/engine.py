@@ -194,9 +194,11 @@ def explain_messages(
     methods: Sequence[str] = METHODS,
     attention: bool = True,
     seed: int = 0,
+    score_fn: Callable[[list[str]], Sequence[float]] | None = None,
 ) -> list[MessageOutcome]:
-    """Explain every message with every method, batched across messages (module docstring)."""
-    score_fn = score_fn_for(scorer)
+    """Explain every message with every method, batched across messages (module docstring).
+    `score_fn` defaults to the Scorer's claim scores (attribution.claim_scores)."""
+    score_fn = score_fn or score_fn_for(scorer)
     spans = explained_spans(scorer, items)
     outcomes = [
         MessageOutcome(

@@ -90,6 +90,8 @@ ROUTES: list[Route] = [
     Route("reviews:record", "delete", url("reviews:record", "decision"), R()),
     Route("reviews:audit_chain", "get", url("reviews:audit_chain"), R({AUDITOR, ADMIN})),
     Route("reviews:audit_chain", "post", url("reviews:audit_chain"), R()),
+    Route("explanations:faithfulness", "get", url("explanations:faithfulness"), R({ADMIN})),
+    Route("explanations:faithfulness", "post", url("explanations:faithfulness"), R()),
     Route("admin:index", "get", url("admin:index"), R({ADMIN}), kind="admin"),
     Route(
         "admin:reviews_reviewdecision_changelist",
