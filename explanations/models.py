@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from scoring.models import Message, ModelVersion, Prediction
+from scoring.models import Message, ModelActivation, ModelVersion, Prediction
 
 
 class ExplanationMethod(models.TextChoices):
@@ -122,6 +122,14 @@ class CanaryCheck(models.Model):
     model_version = models.ForeignKey(ModelVersion, on_delete=models.CASCADE, related_name="canary_checks")
     previous_version = models.ForeignKey(
         ModelVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    activation = models.OneToOneField(
+        ModelActivation,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="canary_check",
+        help_text="The activation that triggered this check (none when run by hand).",
     )
     pass_rates = models.JSONField(default=dict)
     rank_correlation = models.FloatField(null=True, blank=True)

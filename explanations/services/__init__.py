@@ -2,13 +2,15 @@
 
 from explanations.services.explain import decode_array, encode_array, messages_explain_batch
 from explanations.services.reports import (
-    canary_check_after_activation,
+    canary_check_enqueue,
+    canary_check_for_activation,
     canary_check_run,
     faithfulness_report_create,
 )
 
 __all__ = [
-    "canary_check_after_activation",
+    "canary_check_enqueue",
+    "canary_check_for_activation",
     "canary_check_run",
     "decode_array",
     "encode_array",

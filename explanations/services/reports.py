@@ -8,14 +8,14 @@ from pathlib import Path
 
 import numpy as np
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from explanations.corpus import CorpusUnavailable, canary_ids, read_rows
 from explanations.errors import ReportError
 from explanations.evaluation import canary_details, compare_canaries, compare_methods, flagged_rows
 from explanations.faithfulness import K_MAX, K_MIN, K_PERCENT, PASS_RULE, RANDOM_DRAWS
 from explanations.models import CanaryCheck, FaithfulnessReport
-from scoring.models import ModelVersion
+from scoring.models import ModelActivation, ModelVersion
 
 logger = logging.getLogger(__name__)
 SELECTION_DEFAULT = 20
@@ -138,6 +138,7 @@ def canary_check_run(
     *,
     version: ModelVersion,
     previous: ModelVersion | None,
+    activation: ModelActivation | None = None,
     corpus_path: str | Path | None = None,
     progress: bool = False,
     scorer_factory=_default_scorer,
@@ -147,8 +148,14 @@ def canary_check_run(
     Promises: a CanaryCheck is always recorded: with the pass rate per method, the rank
     correlation of attributions with the previous version, and the findings (canaries that
     passed before and fail now); or, when the check cannot run (no corpus, no canary list, the
-    model cannot be loaded), with the reason in `error`. Explanation drift is never hidden."""
+    model cannot be loaded), with the reason in `error`. Explanation drift is never hidden.
+    For an activation that already has its check, that check is returned (nothing is redone)."""
+    if activation is not None:
+        done = CanaryCheck.objects.filter(activation=activation).first()
+        if done is not None:
+            return done
     parameters: dict = {"n_steps": settings.IG_N_STEPS, "threshold": version.threshold}
+    record = {"model_version": version, "previous_version": previous, "activation": activation}
     try:
         rows, source = _canary_rows(corpus_path)
         parameters["canary_source"] = source
@@ -166,38 +173,71 @@ def canary_check_run(
                 previous, [r["id"] for r in rows], rows, scorer_factory, progress
             )
         comparison = compare_canaries(details, previous_details)
-    except Exception as exc:  # recorded, not raised: activation has happened either way
+    except DatabaseError:
+        raise
+    except Exception as exc:  # recorded, not raised: the activation stands either way
         logger.exception("canary check of %s could not run", version.name)
-        with transaction.atomic():
-            return CanaryCheck.objects.create(
-                model_version=version,
-                previous_version=previous,
-                parameters=parameters,
-                error=f"{type(exc).__name__}: {exc}" if not isinstance(exc, ReportError) else str(exc),
-            )
+        reason = str(exc) if isinstance(exc, ReportError) else f"{type(exc).__name__}: {exc}"
+        return _record(record, parameters=parameters, error=reason)
     parameters["flag_rate"] = comparison["flag_rate"]
     parameters["rank_correlations"] = comparison["rank_correlations"]
+    return _record(
+        record,
+        parameters=parameters,
+        pass_rates=comparison["pass_rates"],
+        rank_correlation=comparison["rank_correlation"],
+        details=details,
+        findings=comparison["findings"],
+    )
+
+
+def _record(record: dict, **fields) -> CanaryCheck:
     with transaction.atomic():
-        return CanaryCheck.objects.create(
-            model_version=version,
-            previous_version=previous,
-            pass_rates=comparison["pass_rates"],
-            rank_correlation=comparison["rank_correlation"],
-            details=details,
-            findings=comparison["findings"],
-            parameters=parameters,
-        )
+        if record["activation"] is not None:
+            check, _ = CanaryCheck.objects.get_or_create(
+                activation=record["activation"], defaults={**record, **fields}
+            )
+            return check
+        return CanaryCheck.objects.create(**record, **fields)
 
 
-def canary_check_after_activation(*, version_id: int, previous_id: int | None) -> CanaryCheck | None:
-    """The activation hook (scoring.services.model_versions): run the canary check unless
-    settings.CANARY_ON_ACTIVATION is off. Never raises: the activation has already happened."""
+def canary_check_for_activation(*, activation_id: int, progress: bool = False) -> CanaryCheck:
+    """The canary check of one activation (what the queued task runs): the activated version
+    against the version it replaced. Idempotent: an activation is checked once."""
+    activation = ModelActivation.objects.select_related("model_version", "previous").get(pk=activation_id)
+    return canary_check_run(
+        version=activation.model_version,
+        previous=activation.previous,
+        activation=activation,
+        progress=progress,
+    )
+
+
+def canary_check_enqueue(*, activation_id: int) -> bool:
+    """Queue the canary check of an activation on the explanation (GPU) queue, unless
+    CANARY_ON_ACTIVATION is off. The check takes minutes on a CPU, so the activation does not
+    wait for it. When the broker is down, a CanaryCheck records that it could not be queued and
+    how to run it by hand. Returns whether a task was published."""
     if not settings.CANARY_ON_ACTIVATION:
-        return None
+        return False
+    from explanations.tasks import canary_check
+
     try:
-        version = ModelVersion.objects.get(pk=version_id)
-        previous = ModelVersion.objects.filter(pk=previous_id).first() if previous_id else None
-        return canary_check_run(version=version, previous=previous)
-    except Exception:
-        logger.exception("the canary check after activating model version %s failed", version_id)
-        return None
+        canary_check.apply_async(args=[activation_id], queue=settings.EXPLAIN_QUEUE, retry=False)
+        return True
+    except Exception as exc:
+        logger.warning("the canary check of activation %s could not be queued: %s", activation_id, exc)
+    activation = ModelActivation.objects.select_related("model_version", "previous").get(pk=activation_id)
+    _record(
+        {
+            "model_version": activation.model_version,
+            "previous_version": activation.previous,
+            "activation": activation,
+        },
+        parameters={"threshold": activation.model_version.threshold},
+        error=(
+            "the canary check could not be queued (the broker is unavailable); run "
+            f"`python manage.py canary_check --model {activation.model_version.name}`"
+        ),
+    )
+    return False

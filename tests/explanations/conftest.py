@@ -19,3 +19,14 @@ def tiny_scorer(tiny_model_artifact):
 def one_word():
     """A Scorer whose model reads only the word 'guaranteed' (short windows: 16 tokens)."""
     return one_word_scorer("guaranteed", window_tokens=16, stride=6, token_budget=256)
+
+
+@pytest.fixture
+def eager_celery():
+    """Tasks published by the code under test run at once, in this process."""
+    from compliance_site.celery import app
+
+    saved = app.conf.task_always_eager, app.conf.task_eager_propagates
+    app.conf.task_always_eager = app.conf.task_eager_propagates = True
+    yield
+    app.conf.task_always_eager, app.conf.task_eager_propagates = saved

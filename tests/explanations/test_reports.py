@@ -12,9 +12,10 @@ from django.urls import reverse
 from explanations.corpus import canary_ids, read_rows
 from explanations.evaluation import REPORT_METHODS, compare_canaries
 from explanations.models import CanaryCheck, FaithfulnessReport
-from explanations.services import canary_check_run
+from explanations.services import canary_check_for_activation, canary_check_run
 from scoring.services.model_versions import model_version_activate, model_version_with_threshold
 from tests.support.models import tiny_corpus_rows, write_jsonl
+from tests.support.services import broker
 
 pytestmark = pytest.mark.django_db
 
@@ -132,7 +133,7 @@ def test_the_committed_corpus_canary_list_is_used(settings):
 
 
 def test_activation_rechecks_the_canaries_and_records_drift(
-    tiny_model_version, tiny_corpus, django_capture_on_commit_callbacks
+    tiny_model_version, tiny_corpus, eager_celery, django_capture_on_commit_callbacks
 ):
     # given the canaries checked when the tiny version was active
     first = canary_check_run(version=tiny_model_version, previous=None)
@@ -142,21 +143,44 @@ def test_activation_rechecks_the_canaries_and_records_drift(
     # when a version with the same weights but a threshold nothing reaches is activated
     strict = model_version_with_threshold(version=tiny_model_version, threshold=1.0, reason="drift test")
     with django_capture_on_commit_callbacks(execute=True):
-        model_version_activate(version=strict, reason="drift test")
-    # then the activation recorded a canary check against the previous version
+        activation = model_version_activate(version=strict, reason="drift test")
+    # then the activation's queued task recorded a canary check against the previous version
     check = CanaryCheck.objects.get(model_version=strict)
-    assert check.previous_version == tiny_model_version
+    assert check.activation == activation and check.previous_version == tiny_model_version
     assert check.parameters["previous_source"] == f"canary check {first.pk} of {tiny_model_version.name}"
     # same weights: the attributions rank the words identically
     assert check.rank_correlation == pytest.approx(1.0)
-    # nothing is flagged any more, so the canaries that passed by a flip now fail: findings
+    # nothing is flagged any more: the canaries that passed by a flip and no longer pass are findings
     assert check.parameters["flag_rate"] == 0.0
     passed_before = {(d["id"], m) for d in first.details for m, r in d["methods"].items() if r.get("passed")}
     failing_now = {
         (d["id"], m) for d in check.details for m, r in d["methods"].items() if not r.get("passed")
     }
-    assert check.findings and all("does not explain" not in f["now"] for f in check.findings)
+    assert check.findings
     assert {(f["id"], f["method"]) for f in check.findings} == passed_before & failing_now
+    # and running the activation's task again changes nothing
+    assert canary_check_for_activation(activation_id=activation.pk) == check
+    assert CanaryCheck.objects.filter(model_version=strict).count() == 1
+
+
+def test_the_canary_check_of_an_activation_is_queued_not_waited_for(
+    tiny_model_version, tiny_corpus, django_capture_on_commit_callbacks
+):
+    other = model_version_with_threshold(version=tiny_model_version, threshold=0.5, reason="test")
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        model_version_activate(version=other, reason="test")
+    assert len(callbacks) == 1  # published to the (in-memory) broker for a GPU worker
+    assert not CanaryCheck.objects.exists()
+
+
+def test_when_the_broker_is_down_the_check_records_how_to_run_it_by_hand(
+    tiny_model_version, tiny_corpus, django_capture_on_commit_callbacks
+):
+    other = model_version_with_threshold(version=tiny_model_version, threshold=0.5, reason="test")
+    with broker("redis://127.0.0.1:9/0"), django_capture_on_commit_callbacks(execute=True):
+        activation = model_version_activate(version=other, reason="test")
+    check = CanaryCheck.objects.get(activation=activation)
+    assert "could not be queued" in check.error and f"canary_check --model {other.name}" in check.error
 
 
 def test_a_canary_check_that_cannot_run_is_recorded_with_the_reason(tiny_model_version, settings, tmp_path):
@@ -166,19 +190,17 @@ def test_a_canary_check_that_cannot_run_is_recorded_with_the_reason(tiny_model_v
     assert check.pass_rates == {} and check.details == []
 
 
-def test_activation_never_fails_because_of_the_canary_check(
-    tiny_model_version, settings, tmp_path, django_capture_on_commit_callbacks
-):
-    settings.CORPUS_PATH = tmp_path / "missing.jsonl"
-    other = model_version_with_threshold(version=tiny_model_version, threshold=0.5, reason="test")
-    with django_capture_on_commit_callbacks(execute=True):
-        activation = model_version_activate(version=other, reason="test")
-    assert activation.model_version == other
-    assert CanaryCheck.objects.get(model_version=other).error
+def test_the_canary_check_command_runs_it_by_hand(tiny_model_version, tiny_corpus):
+    out = StringIO()
+    call_command("canary_check", "--json", stdout=out, stderr=StringIO())
+    data = json.loads(out.getvalue())
+    check = CanaryCheck.objects.get(pk=data["canary_check"])
+    assert check.model_version == tiny_model_version and check.activation is None and not check.error
+    assert set(data["pass_rates"]) == {"integrated_gradients", "occlusion"}
 
 
-def test_activation_does_not_run_the_check_when_it_is_switched_off(
-    tiny_model_version, tiny_corpus, settings, django_capture_on_commit_callbacks
+def test_activation_does_not_queue_the_check_when_it_is_switched_off(
+    tiny_model_version, tiny_corpus, settings, eager_celery, django_capture_on_commit_callbacks
 ):
     settings.CANARY_ON_ACTIVATION = False
     other = model_version_with_threshold(version=tiny_model_version, threshold=0.5, reason="test")
