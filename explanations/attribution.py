@@ -1,5 +1,5 @@
-"""Word attributions of the claim decision: Integrated Gradients, occlusion, and the model's own
-attention (a diagnostic only). torch + captum; no Django.
+"""Word attributions of the claim decision: Integrated Gradients and occlusion. torch + captum;
+no Django.
 
 What is explained. The claim score is the Scorer's: 1 - P(no_claim), computed as the sum of the
 four claim probabilities. For a message longer than one window, the window that drove the score
@@ -17,15 +17,15 @@ emoji) are reported as `unassigned`. The convergence delta is
 sum(token attributions) - (F(x) - F(baseline)); by the completeness axiom it tends to 0 as
 n_steps grows. Many texts are attributed in one Captum call (length-sorted, padded, masked),
 with `internal_batch_size` keeping each forward pass under a token budget; the model's weights
-are frozen meanwhile, so the backward pass computes input gradients only.
+are frozen meanwhile, so the backward pass computes input gradients only. IG runs in float32 on
+every device (the Scorer's bf16 autocast on CUDA would swamp the convergence delta).
 
 Occlusion: a word's attribution is p(x) - p(x without that word), the word deleted and the text
 re-tokenised (as in the faithfulness check, never replaced with [MASK]); every variant of every
 text is scored in one batched call.
 
-Attention: the model's attention weights per layer and head (eager attention, since SDPA does
-not return weights), padding excluded, and attention rollout. A diagnostic of where information
-flowed, never an explanation (BRIEF.md, "Attention is not an explanation").
+The model's own attention weights (a diagnostic, never an explanation) are read in
+explanations.model_attention.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ import numpy as np
 import torch
 from captum.attr import LayerIntegratedGradients
 
-from explanations.attention import attention_rollout, exclude_padding
 from explanations.faithfulness import Word, delete_words, split_words
 from scoring.classifier.windows import Window, length_sorted_batches, make_windows
 
@@ -52,10 +51,6 @@ IG_TOKENS_PER_CALL = 1024
 BASELINE_DESCRIPTION = (
     "[PAD] token embeddings in place of every content token, [CLS] and [SEP] kept, same "
     "positions and attention mask"
-)
-ATTENTION_NORMALISATION = (
-    "softmax over keys per query row (rows sum to 1), padding excluded on both axes and rows "
-    "renormalised over the real tokens"
 )
 
 
@@ -225,14 +220,14 @@ class WordAttribution:
 
 # --- the model in attribution mode ----------------------------------------------------------------
 
-_model_lock = threading.Lock()
+model_lock = threading.Lock()
 
 
 @contextlib.contextmanager
 def frozen_weights(model) -> Iterator[None]:
     """Weights do not require grad while attributing (only input gradients are needed), and are
     restored afterwards. The model is shared with the Scorer: one attribution at a time."""
-    with _model_lock:
+    with model_lock:
         saved = [p.requires_grad for p in model.parameters()]
         try:
             for p in model.parameters():
@@ -249,7 +244,7 @@ def claim_probability(model, input_ids: torch.Tensor, attention_mask: torch.Tens
     return torch.softmax(logits.float(), dim=-1)[:, 1:].sum(dim=-1)
 
 
-def _padded(rows: Sequence[Sequence[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+def padded(rows: Sequence[Sequence[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     width = max(len(r) for r in rows)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
@@ -287,7 +282,7 @@ def integrated_gradients_tokens(
     with frozen_weights(model), torch.enable_grad():
         for batch in length_sorted_batches(lengths, token_budget=max(tokens_per_call, max(lengths))):
             group = [encoded[i] for i in batch.indices]
-            ids, mask = _padded([e.input_ids for e in group], pad_id, device)
+            ids, mask = padded([e.input_ids for e in group], pad_id, device)
             special = torch.zeros_like(ids, dtype=torch.bool)
             for row, e in enumerate(group):
                 special[row, : len(e.special)] = torch.tensor(e.special)
@@ -351,67 +346,3 @@ def occlusion(
         p = float(scores[full])
         out.append(WordAttribution(np.array([p - float(scores[v]) for v in variants]), 0.0, p))
     return out
-
-
-# --- attention (a diagnostic) -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AttentionMaps:
-    """One text's attention: weights [layers, heads, n, n] over its real tokens, rollout [n, n],
-    the tokens, and each token's word (None: special token or punctuation)."""
-
-    tokens: list[str]
-    weights: np.ndarray
-    rollout: np.ndarray
-    token_words: list[int | None]
-
-    def cls_row_word_scores(self, n_words: int, *, layer: int = -1, head: int | None = None) -> np.ndarray:
-        """[CLS]'s attention row at one layer (one head, or the mean over heads), summed into
-        words: what the 'attention top-k' method ranks by."""
-        layer_weights = self.weights[layer]
-        row = (layer_weights.mean(axis=0) if head is None else layer_weights[head])[0]
-        return merge_to_words(row, self.token_words, n_words)[0]
-
-
-@contextlib.contextmanager
-def eager_attention(model) -> Iterator[None]:
-    """Switch the model to eager attention (the only kind that returns weights) and back."""
-    previous = getattr(model.config, "_attn_implementation", None)
-    if previous in (None, "eager"):
-        yield
-        return
-    model.set_attn_implementation("eager")
-    try:
-        yield
-    finally:
-        model.set_attn_implementation(previous)
-
-
-def attention_maps(
-    scorer, spans: Sequence[ExplainedSpan], *, tokens_per_forward: int = 8192
-) -> list[AttentionMaps]:
-    """The attention weights of each span's text, one padded batch per token budget."""
-    max_tokens = int(getattr(scorer.model.config, "max_position_embeddings", 512))
-    encoded = encode(scorer.tokenizer, [s.text for s in spans], max_tokens=max_tokens)
-    lengths = [len(e.input_ids) for e in encoded]
-    out: list[AttentionMaps | None] = [None] * len(spans)
-    model = scorer.model
-    with _model_lock, eager_attention(model), torch.inference_mode():
-        for batch in length_sorted_batches(
-            lengths, token_budget=max(tokens_per_forward, max(lengths, default=1))
-        ):
-            ids, mask = _padded([encoded[i].input_ids for i in batch.indices], scorer._pad_id, scorer.device)
-            attentions = model(input_ids=ids, attention_mask=mask, output_attentions=True).attentions
-            stacked = torch.stack([a.float() for a in attentions], dim=1).cpu().numpy()  # [B, L, H, n, n]
-            masks = mask.cpu().numpy()
-            for row, index in enumerate(batch.indices):
-                weights = exclude_padding(stacked[row], masks[row])
-                enc = encoded[index]
-                out[index] = AttentionMaps(
-                    tokens=scorer.tokenizer.convert_ids_to_tokens(list(enc.input_ids)),
-                    weights=weights,
-                    rollout=attention_rollout(weights),
-                    token_words=token_to_word(enc, spans[index].words),
-                )
-    return out  # type: ignore[return-value]

@@ -18,11 +18,9 @@ from typing import Any
 
 from explanations.attribution import (
     DEFAULT_N_STEPS,
-    AttentionMaps,
     ExplainedSpan,
     ExplanationError,
     WordAttribution,
-    attention_maps,
     best_windows,
     explained_span,
     integrated_gradients,
@@ -36,6 +34,7 @@ from explanations.faithfulness import (
     batch_faithfulness_checks,
     rule_agreement,
 )
+from explanations.model_attention import AttentionMaps, attention_maps
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,6 @@ from tqdm.auto import tqdm
 
 from explanations.attribution import (
     ExplainedSpan,
-    attention_maps,
     integrated_gradients,
     occlusion,
     score_fn_for,
@@ -45,6 +44,7 @@ from explanations.faithfulness import (
     token_f1,
     top_k,
 )
+from explanations.model_attention import attention_maps
 
 INTEGRATED_GRADIENTS = "integrated_gradients"
 OCCLUSION = "occlusion"

@@ -12,8 +12,8 @@ import numpy as np
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
-from explanations.attribution import AttentionMaps
 from explanations.engine import METHODS, MessageOutcome, MessageToExplain, MethodOutcome, explain_messages
+from explanations.model_attention import AttentionMaps
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationStatus
 from scoring.constants import MessageStatus
 from scoring.models import Message, ModelVersion

@@ -7,7 +7,6 @@ import pytest
 
 from explanations.attribution import (
     ExplainedSpan,
-    attention_maps,
     claim_scores,
     encode,
     explained_span,
@@ -20,6 +19,7 @@ from explanations.attribution import (
 )
 from explanations.engine import MessageToExplain, explained_spans
 from explanations.faithfulness import CheckInput, batch_faithfulness_checks, split_words
+from explanations.model_attention import attention_maps
 
 CLAIM = "Your returns are guaranteed at 8 percent every year, so sign today."
 NEUTRAL = "The meeting notes from the quarterly review are attached for the whole team to read. "
