@@ -340,6 +340,8 @@ WINDOW_TOKENS = env_int("WINDOW_TOKENS", 128, minimum=16)
 WINDOW_STRIDE = env_int("WINDOW_STRIDE", 64, minimum=1)
 TOKEN_BUDGET = env_int("TOKEN_BUDGET", 8192, minimum=128)
 IG_N_STEPS = env_int("IG_N_STEPS", 32, minimum=2)
+# Re-check the fixed canary set (explanations) whenever a model version is activated.
+CANARY_ON_ACTIVATION = env_bool("CANARY_ON_ACTIVATION", True)
 # The threshold rule's target (scoring.classifier.threshold): claim recall on the val split.
 THRESHOLD_TARGET_RECALL = env_float("THRESHOLD_TARGET_RECALL", 0.95, low=0.01, high=1.0)
 # Default training corpus and time budget of `train_classifier` (early stop keeps the best state).

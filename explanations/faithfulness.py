@@ -298,6 +298,13 @@ def verdict(
         return (
             f"Removing {named} drops the score from {full:.2f} to {without:.2f}, below the threshold {t:.2f}."
         )
+    if not passed and full < t:
+        # Routed by a rule, not by the model: there is no flag to explain.
+        return (
+            f"The model did not flag this message (score {full:.2f}, below the threshold {t:.2f}). "
+            f"Removing {named} moves the score to {without:.2f} (random words: {rand:.2f}): these "
+            "words carry no more of the model's claim signal than random words do."
+        )
     if not passed:
         return (
             f"Removing {named} only moves the score from {full:.2f} to {without:.2f} "
@@ -306,7 +313,7 @@ def verdict(
     where = (
         f"though it stays at or above the threshold {t:.2f}"
         if without >= t
-        else f"the score was already below the threshold {t:.2f}"
+        else f"the model did not flag this message: its score was already below the threshold {t:.2f}"
     )
     return (
         f"Removing {named} lowers the score from {full:.2f} to {without:.2f} "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from scoring.models import Message, ModelVersion, Prediction
+from scoring.models import Message, ModelActivation, ModelVersion, Prediction
 
 
 class ExplanationMethod(models.TextChoices):
@@ -43,7 +43,9 @@ class Explanation(models.Model):
     sufficiency = models.FloatField(null=True, blank=True)
     random_baseline = models.FloatField(null=True, blank=True)
     aopc = models.FloatField(null=True, blank=True)
-    aopc_curve = models.JSONField(default=dict, blank=True)
+    aopc_curve = models.JSONField(
+        default=list, blank=True, help_text="[{fraction, k, score_without, comprehensiveness}]"
+    )
     flipped = models.BooleanField(null=True)
     threshold = models.FloatField(null=True, blank=True)
     passed = models.BooleanField(null=True)
@@ -110,16 +112,31 @@ class FaithfulnessReport(models.Model):
 
 class CanaryCheck(models.Model):
     """The fixed canary set re-checked at a model activation: pass rates per method and the
-    rank correlation of attributions with the previously active version."""
+    rank correlation of attributions with the previously active version.
+
+    `details` holds each canary's result per method (attribution, check, verdict); `findings`
+    the canaries whose check passed with the previous version and fails now; `parameters` where
+    the canary set came from, the threshold, n_steps, the flag rate and the rank correlation per
+    method. A check that could not run is recorded with `error`: drift is never hidden."""
 
     model_version = models.ForeignKey(ModelVersion, on_delete=models.CASCADE, related_name="canary_checks")
     previous_version = models.ForeignKey(
         ModelVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    activation = models.OneToOneField(
+        ModelActivation,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="canary_check",
+        help_text="The activation that triggered this check (none when run by hand).",
+    )
     pass_rates = models.JSONField(default=dict)
     rank_correlation = models.FloatField(null=True, blank=True)
     details = models.JSONField(default=list)
     findings = models.JSONField(default=list, help_text="Canaries that passed before and fail now.")
+    parameters = models.JSONField(default=dict)
+    error = models.TextField(blank=True, help_text="Why the check could not run (it is recorded anyway).")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -20,3 +20,20 @@ def explain_batch(self, message_ids: list[int]) -> dict[str, int]:
     from explanations.services import messages_explain_batch
 
     return messages_explain_batch(message_ids=message_ids)
+
+
+@shared_task(
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=5,
+)
+def canary_check(self, activation_id: int) -> dict[str, object]:
+    """Re-check the explanation canaries after a model activation (idempotent per activation)."""
+    from explanations.services import canary_check_for_activation
+
+    check = canary_check_for_activation(activation_id=activation_id)
+    return {"canary_check": check.pk, "error": check.error, "findings": len(check.findings)}

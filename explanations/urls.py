@@ -6,4 +6,5 @@ app_name = "explanations"
 
 urlpatterns = [
     path("how-attention-works/", views.how_attention_works, name="how_attention_works"),
+    path("faithfulness/", views.faithfulness, name="faithfulness"),
 ]

@@ -80,7 +80,8 @@ def model_version_activate(*, version: ModelVersion, user=None, reason: str) -> 
     sha256 (else ArtifactError and nothing changes); the previously active version is
     deactivated and recorded as `previous`; who, when, why and the metrics at that moment are
     recorded. A shadow version stops being shadow when activated. Rolling back is simply
-    activating an older version."""
+    activating an older version. After commit a re-check of the explanation canary set with the
+    new version is queued (explanations: CanaryCheck), unless CANARY_ON_ACTIVATION is off."""
     reason = (reason or "").strip()
     if not reason:
         raise ModelVersionError("Activating a model version needs a reason.")
@@ -104,10 +105,19 @@ def model_version_activate(*, version: ModelVersion, user=None, reason: str) -> 
                 reason=reason,
                 metrics=_metrics_snapshot(target),
             )
+            # After commit: queue the re-check of the explanation canaries with the new version
+            # (recorded as a CanaryCheck; it never undoes or delays the activation).
+            transaction.on_commit(lambda: _queue_canary_check(activation_id=activation.pk))
     except IntegrityError as exc:
         raise ModelVersionError("Another activation happened at the same moment; try again.") from exc
     version.refresh_from_db()
     return activation
+
+
+def _queue_canary_check(*, activation_id: int) -> None:
+    from explanations.services import canary_check_enqueue
+
+    canary_check_enqueue(activation_id=activation_id)
 
 
 def _variant_name(version: ModelVersion, threshold: float) -> str:

@@ -1,0 +1,348 @@
+"""Word attributions of the claim decision: Integrated Gradients and occlusion. torch + captum;
+no Django.
+
+What is explained. The claim score is the Scorer's: 1 - P(no_claim), computed as the sum of the
+four claim probabilities. For a message longer than one window, the window that drove the score
+(the one with the maximum score) is explained, widened to whole words (`split_words`) at its
+edges so that no word is cut in half; every offset is shifted back into the message body.
+
+Integrated Gradients (Sundararajan et al. 2017) with Captum's LayerIntegratedGradients on the
+word-embedding layer. Baseline: the same sequence with every content token replaced by [PAD],
+keeping [CLS] and [SEP] (position and token-type embeddings are untouched, since they are added
+after the word embeddings), under the same attention mask. Padding positions of a batch are
+[PAD] in both input and baseline, so they get exactly zero attribution, and the attention mask
+hides them from the model. A token's attribution is the sum over the embedding dimensions; a
+word's is the sum over its sub-word tokens. Tokens outside every word ([CLS], [SEP], punctuation,
+emoji) are reported as `unassigned`. The convergence delta is
+sum(token attributions) - (F(x) - F(baseline)); by the completeness axiom it tends to 0 as
+n_steps grows. Many texts are attributed in one Captum call (length-sorted, padded, masked),
+with `internal_batch_size` keeping each forward pass under a token budget; the model's weights
+are frozen meanwhile, so the backward pass computes input gradients only. IG runs in float32 on
+every device (the Scorer's bf16 autocast on CUDA would swamp the convergence delta).
+
+Occlusion: a word's attribution is p(x) - p(x without that word), the word deleted and the text
+re-tokenised (as in the faithfulness check, never replaced with [MASK]); every variant of every
+text is scored in one batched call.
+
+The model's own attention weights (a diagnostic, never an explanation) are read in
+explanations.model_attention.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from captum.attr import LayerIntegratedGradients
+
+from explanations.faithfulness import Word, delete_words, split_words
+from scoring.classifier.windows import Window, length_sorted_batches, make_windows
+
+DEFAULT_N_STEPS = 32
+# Tokens per IG forward pass (rows x padded length, interpolation steps included) and per group
+# of texts that go through Captum together.
+IG_TOKENS_PER_FORWARD = 4096
+IG_TOKENS_PER_CALL = 1024
+BASELINE_DESCRIPTION = (
+    "[PAD] token embeddings in place of every content token, [CLS] and [SEP] kept, same "
+    "positions and attention mask"
+)
+
+
+class ExplanationError(Exception):
+    """A text that cannot be explained (e.g. it has no words), with the reason."""
+
+
+# --- what is explained --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExplainedSpan:
+    """The part of a body that is explained: the driving window widened to whole words.
+
+    `text` is body[start:end]; `words` are split_words(text) with offsets relative to `text`
+    (add `start` for offsets into the body)."""
+
+    start: int
+    end: int
+    text: str
+    words: tuple[Word, ...]
+    window_index: int
+    n_windows: int
+
+    def body_offsets(self, word: Word) -> tuple[int, int]:
+        return self.start + word.start, self.start + word.end
+
+
+def widen_to_words(body: str, start: int, end: int) -> tuple[int, int]:
+    """[start, end) widened so that it cuts no word of `body` (split_words) in half."""
+    for word in split_words(body):
+        if word.start < end and start < word.end:
+            start, end = min(start, word.start), max(end, word.end)
+    return start, end
+
+
+def explained_span(body: str, windows: Sequence[Window], window_index: int) -> ExplainedSpan:
+    """The span of `body` to explain, from its scorer windows and the index of the best one."""
+    if not 0 <= window_index < len(windows):
+        raise ValueError(f"window {window_index} does not exist (the text has {len(windows)})")
+    window = windows[window_index]
+    start, end = widen_to_words(body, window.start, window.end)
+    text = body[start:end]
+    return ExplainedSpan(
+        start=start,
+        end=end,
+        text=text,
+        words=tuple(split_words(text)),
+        window_index=window_index,
+        n_windows=len(windows),
+    )
+
+
+def scorer_windows(scorer, texts: Sequence[str]) -> list[list[Window]]:
+    """The Scorer's windows of each text, cut as the Scorer cuts them (no refusal checks)."""
+    return make_windows(
+        scorer.tokenizer, list(texts), window_tokens=scorer.window_tokens, stride=scorer.stride
+    )
+
+
+def claim_scores(scorer, texts: Sequence[str]) -> list[float]:
+    """The Scorer's claim score of each text (max over its windows), accepting texts the Scorer
+    refuses because they are empty: such a text is scored honestly as the model's output on
+    [CLS] [SEP] (a faithfulness check deletes every word of a one-word message)."""
+    if not texts:
+        return []
+    per_text = scorer_windows(scorer, texts)
+    flat = [w for windows in per_text for w in windows]
+    probabilities = scorer.window_probabilities([w.input_ids for w in flat])
+    window_scores = probabilities[:, 1:].sum(axis=1)
+    offsets = np.cumsum([0] + [len(windows) for windows in per_text])
+    return [float(s) for s in np.maximum.reduceat(window_scores, offsets[:-1])]
+
+
+def score_fn_for(scorer) -> Callable[[list[str]], list[float]]:
+    """`claim_scores` bound to a Scorer: the score_fn of explanations.faithfulness."""
+    return lambda texts: claim_scores(scorer, texts)
+
+
+def best_windows(scorer, per_text: Sequence[Sequence[Window]]) -> list[int]:
+    """Index of the highest-scoring window of each text (one batched model call)."""
+    flat = [w for windows in per_text for w in windows if len(windows) > 1]
+    scores = iter(scorer.window_probabilities([w.input_ids for w in flat])[:, 1:].sum(axis=1) if flat else [])
+    best = []
+    for windows in per_text:
+        if len(windows) == 1:
+            best.append(0)
+            continue
+        values = [next(scores) for _ in windows]
+        best.append(int(np.argmax(values)))
+    return best
+
+
+# --- tokens and words ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One text tokenised as a single sequence, with character offsets and special-token marks."""
+
+    input_ids: tuple[int, ...]
+    offsets: tuple[tuple[int, int], ...]
+    special: tuple[bool, ...]
+
+
+def encode(tokenizer, texts: Sequence[str], *, max_tokens: int) -> list[Encoded]:
+    """Tokenise each text as one sequence ([CLS] ... [SEP]) of at most `max_tokens` tokens."""
+    if not texts:
+        return []
+    batch = tokenizer(
+        list(texts),
+        truncation=True,
+        max_length=max_tokens,
+        padding=False,
+        return_offsets_mapping=True,
+        return_special_tokens_mask=True,
+        return_attention_mask=False,
+        return_token_type_ids=False,
+    )
+    return [
+        Encoded(tuple(ids), tuple(tuple(o) for o in offsets), tuple(bool(s) for s in special))
+        for ids, offsets, special in zip(
+            batch["input_ids"], batch["offset_mapping"], batch["special_tokens_mask"], strict=True
+        )
+    ]
+
+
+def token_to_word(encoded: Encoded, words: Sequence[Word]) -> list[int | None]:
+    """For each token, the index of the word it lies in, or None (special tokens, punctuation
+    and symbols outside every word). BERT pre-tokenises on whitespace and punctuation, so a
+    token never straddles two of split_words' words."""
+    starts = [w.start for w in words]
+    owner: list[int | None] = []
+    for (start, end), special in zip(encoded.offsets, encoded.special, strict=True):
+        if special or end <= start:
+            owner.append(None)
+            continue
+        i = bisect.bisect_right(starts, start) - 1
+        owner.append(i if i >= 0 and words[i].start <= start and end <= words[i].end else None)
+    return owner
+
+
+def merge_to_words(
+    token_scores: Sequence[float], owner: Sequence[int | None], n_words: int
+) -> tuple[np.ndarray, float]:
+    """Sum token scores into their words; returns (word scores, sum of the unassigned tokens)."""
+    words = np.zeros(n_words, dtype=np.float64)
+    unassigned = 0.0
+    for score, i in zip(token_scores, owner, strict=True):
+        if i is None:
+            unassigned += float(score)
+        else:
+            words[i] += float(score)
+    return words, unassigned
+
+
+@dataclass(frozen=True)
+class WordAttribution:
+    """Attribution scores of the words of one text (split_words order)."""
+
+    scores: np.ndarray
+    unassigned: float = 0.0
+    score: float | None = None  # F(x) as the method saw it
+    baseline_score: float | None = None  # IG only: F(baseline)
+    convergence_delta: float | None = None  # IG only
+
+
+# --- the model in attribution mode ----------------------------------------------------------------
+
+model_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def frozen_weights(model) -> Iterator[None]:
+    """Weights do not require grad while attributing (only input gradients are needed), and are
+    restored afterwards. The model is shared with the Scorer: one attribution at a time."""
+    with model_lock:
+        saved = [p.requires_grad for p in model.parameters()]
+        try:
+            for p in model.parameters():
+                p.requires_grad_(False)
+            yield
+        finally:
+            for p, flag in zip(model.parameters(), saved, strict=True):
+                p.requires_grad_(flag)
+
+
+def claim_probability(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """1 - P(no_claim) per row, as the sum of the claim probabilities (the Scorer's score)."""
+    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
+    return torch.softmax(logits.float(), dim=-1)[:, 1:].sum(dim=-1)
+
+
+def padded(rows: Sequence[Sequence[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+        mask[i, : len(row)] = 1
+    return ids.to(device), mask.to(device)
+
+
+def ig_baseline(input_ids: torch.Tensor, special: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """The baseline ids: special tokens ([CLS], [SEP]) kept, everything else [PAD]."""
+    return torch.where(special, input_ids, torch.full_like(input_ids, pad_id))
+
+
+def integrated_gradients_tokens(
+    model,
+    encoded: Sequence[Encoded],
+    *,
+    pad_id: int,
+    device,
+    n_steps: int = DEFAULT_N_STEPS,
+    tokens_per_call: int = IG_TOKENS_PER_CALL,
+    tokens_per_forward: int = IG_TOKENS_PER_FORWARD,
+) -> list[tuple[np.ndarray, float, float]]:
+    """IG token attributions of many sequences, batched. Returns per sequence (token scores
+    [n_tokens], F(x), F(baseline)); see the module docstring for the baseline."""
+    if n_steps < 2:
+        raise ValueError("n_steps must be >= 2")
+    results: list[tuple[np.ndarray, float, float] | None] = [None] * len(encoded)
+    if not encoded:
+        return []
+    forward = lambda ids, mask: claim_probability(model, ids, mask)  # noqa: E731
+    lig = LayerIntegratedGradients(forward, model.get_input_embeddings())
+    lengths = [len(e.input_ids) for e in encoded]
+    with frozen_weights(model), torch.enable_grad():
+        for batch in length_sorted_batches(lengths, token_budget=max(tokens_per_call, max(lengths))):
+            group = [encoded[i] for i in batch.indices]
+            ids, mask = padded([e.input_ids for e in group], pad_id, device)
+            special = torch.zeros_like(ids, dtype=torch.bool)
+            for row, e in enumerate(group):
+                special[row, : len(e.special)] = torch.tensor(e.special)
+            baseline = ig_baseline(ids, special | (mask == 0), pad_id)
+            rows_per_forward = max(len(group), tokens_per_forward // ids.shape[1])
+            attributions = lig.attribute(
+                ids,
+                baselines=baseline,
+                additional_forward_args=(mask,),
+                n_steps=n_steps,
+                internal_batch_size=rows_per_forward,
+            )
+            token_scores = attributions.sum(dim=-1).detach().float().cpu().numpy()
+            with torch.no_grad():
+                ends = claim_probability(model, torch.cat([ids, baseline]), torch.cat([mask, mask]))
+            ends = ends.float().cpu().numpy()
+            for row, index in enumerate(batch.indices):
+                n = lengths[index]
+                results[index] = (token_scores[row, :n], float(ends[row]), float(ends[len(group) + row]))
+    return results  # type: ignore[return-value]
+
+
+def integrated_gradients(
+    scorer, spans: Sequence[ExplainedSpan], *, n_steps: int = DEFAULT_N_STEPS, **budget: int
+) -> list[WordAttribution]:
+    """IG word attributions of each span's text (one batched computation for all of them)."""
+    max_tokens = int(getattr(scorer.model.config, "max_position_embeddings", 512))
+    encoded = encode(scorer.tokenizer, [s.text for s in spans], max_tokens=max_tokens)
+    raw = integrated_gradients_tokens(
+        scorer.model, encoded, pad_id=scorer._pad_id, device=scorer.device, n_steps=n_steps, **budget
+    )
+    out = []
+    for span, enc, (tokens, full, base) in zip(spans, encoded, raw, strict=True):
+        words, unassigned = merge_to_words(tokens, token_to_word(enc, span.words), len(span.words))
+        delta = float(tokens.sum()) - (full - base)
+        out.append(WordAttribution(words, unassigned, full, base, delta))
+    return out
+
+
+# --- occlusion ----------------------------------------------------------------------------------
+
+
+def occlusion(
+    score_fn: Callable[[list[str]], Sequence[float]], spans: Sequence[ExplainedSpan]
+) -> list[WordAttribution]:
+    """attribution(word i) = p(x) - p(x without word i), every variant of every span scored in
+    ONE score_fn call (identical variants once)."""
+    index: dict[str, int] = {}
+
+    def add(text: str) -> int:
+        return index.setdefault(text, len(index))
+
+    plans = []
+    for span in spans:
+        full = add(span.text)
+        variants = [add(delete_words(span.text, span.words, [i])) for i in range(len(span.words))]
+        plans.append((full, variants))
+    scores = list(score_fn(list(index))) if index else []
+    out = []
+    for full, variants in plans:
+        p = float(scores[full])
+        out.append(WordAttribution(np.array([p - float(scores[v]) for v in variants]), 0.0, p))
+    return out

@@ -1,0 +1,163 @@
+"""Throughput of the project's explanation (Integrated Gradients + its faithfulness check) against
+a naive loop, on the same messages, in one run. No Django; `bench_explain` prints the figures.
+
+- batched (the project's path, engine.explain_messages with IG only, as the pipeline runs it):
+  EXPLAIN_BATCH_SIZE messages per call; their spans go through Captum together (length-sorted,
+  padded and masked, internal_batch_size under a token budget, weights frozen so the backward
+  pass computes input gradients only), and all the checks' variant texts are scored in one call.
+- naive: for each message alone, one Captum LayerIntegratedGradients call with the same n_steps
+  and baseline on the model as loaded (captum's default internal batching: all steps in one
+  forward pass; convergence delta from captum), then that message's check alone.
+
+Both explain the same span of each message (the driving window, widened to whole words) and
+merge sub-words the same way, so their attributions must agree: the benchmark reports the
+largest difference, and how often the two checks reach the same verdict.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from captum.attr import LayerIntegratedGradients
+from tqdm.auto import tqdm
+
+from explanations.attribution import (
+    ExplainedSpan,
+    claim_probability,
+    encode,
+    ig_baseline,
+    merge_to_words,
+    score_fn_for,
+    token_to_word,
+)
+from explanations.engine import INTEGRATED_GRADIENTS, MessageToExplain, explain_messages, explained_spans
+from explanations.faithfulness import FaithfulnessResult, faithfulness_check
+
+
+class CountingScoreFn:
+    """The Scorer's claim scores, counting the texts scored (one forward sequence each)."""
+
+    def __init__(self, scorer) -> None:
+        self._score = score_fn_for(scorer)
+        self.texts = 0
+
+    def __call__(self, texts: list[str]) -> list[float]:
+        self.texts += len(texts)
+        return self._score(texts)
+
+
+@dataclass
+class RunResult:
+    seconds: float
+    word_scores: list[np.ndarray]
+    checks: list[FaithfulnessResult]
+    texts_scored: int
+
+
+def run_batched(
+    scorer, items: Sequence[MessageToExplain], *, n_steps: int, batch_size: int, progress: bool = False
+) -> RunResult:
+    """The project's path, batch by batch as the pipeline's tasks run it."""
+    score_fn = CountingScoreFn(scorer)
+    scores, checks = [], []
+    started = time.perf_counter()
+    for start in tqdm(range(0, len(items), batch_size), desc="batched", disable=not progress):
+        outcomes = explain_messages(
+            scorer,
+            items[start : start + batch_size],
+            n_steps=n_steps,
+            methods=(INTEGRATED_GRADIENTS,),
+            attention=False,
+            score_fn=score_fn,
+        )
+        for outcome in outcomes:
+            result = outcome.methods[INTEGRATED_GRADIENTS]
+            if not result.ok:
+                raise RuntimeError(result.failure)
+            scores.append(np.array([w["score"] for w in result.words]))
+            checks.append(result.check)
+    return RunResult(time.perf_counter() - started, scores, checks, score_fn.texts)
+
+
+def naive_attribution(scorer, span: ExplainedSpan, n_steps: int) -> np.ndarray:
+    """One message, one plain Captum call (the model as loaded, captum's default batching)."""
+    model = scorer.model
+    max_tokens = int(getattr(model.config, "max_position_embeddings", 512))
+    (encoded,) = encode(scorer.tokenizer, [span.text], max_tokens=max_tokens)
+    ids = torch.tensor([encoded.input_ids], device=scorer.device)
+    mask = torch.ones_like(ids)
+    special = torch.tensor([encoded.special], device=scorer.device)
+    lig = LayerIntegratedGradients(lambda i, m: claim_probability(model, i, m), model.get_input_embeddings())
+    attributions, _delta = lig.attribute(
+        ids,
+        baselines=ig_baseline(ids, special, scorer._pad_id),
+        additional_forward_args=(mask,),
+        n_steps=n_steps,
+        return_convergence_delta=True,
+    )
+    model.zero_grad(set_to_none=True)
+    tokens = attributions.sum(dim=-1)[0].detach().float().cpu().numpy()
+    return merge_to_words(tokens, token_to_word(encoded, span.words), len(span.words))[0]
+
+
+def run_naive(
+    scorer, items: Sequence[MessageToExplain], *, n_steps: int, progress: bool = False
+) -> RunResult:
+    """For each message alone: its span, one Captum call, its check alone."""
+    score_fn = CountingScoreFn(scorer)
+    scores, checks = [], []
+    started = time.perf_counter()
+    for item in tqdm(items, desc="naive", disable=not progress):
+        (span,) = explained_spans(scorer, [item])
+        words = naive_attribution(scorer, span, n_steps)
+        scores.append(words)
+        checks.append(
+            faithfulness_check(
+                text=span.text,
+                words=span.words,
+                scores=words.tolist(),
+                score_fn=score_fn,
+                threshold=item.threshold,
+            )
+        )
+    return RunResult(time.perf_counter() - started, scores, checks, score_fn.texts)
+
+
+def compare(
+    scorer, items: Sequence[MessageToExplain], *, n_steps: int, batch_size: int, progress: bool = False
+) -> dict:
+    """Both paths on the same messages (after a short warm-up of each); the figures as a dict."""
+    warm = list(items[: min(2, len(items))])
+    run_batched(scorer, warm, n_steps=n_steps, batch_size=batch_size)
+    run_naive(scorer, warm, n_steps=n_steps)
+    batched = run_batched(scorer, items, n_steps=n_steps, batch_size=batch_size, progress=progress)
+    naive = run_naive(scorer, items, n_steps=n_steps, progress=progress)
+    n = len(items)
+    differences = [
+        float(np.max(np.abs(a - b))) for a, b in zip(batched.word_scores, naive.word_scores, strict=True)
+    ]
+    same_verdict = np.mean([a.passed == b.passed for a, b in zip(batched.checks, naive.checks, strict=True)])
+    explain_rate, naive_rate = n / batched.seconds, n / naive.seconds
+    return {
+        "n": n,
+        "n_steps": n_steps,
+        "batch_size": batch_size,
+        "device": str(scorer.device),
+        "torch_threads": torch.get_num_threads(),
+        "explain_msgs_per_s": round(explain_rate, 3),
+        "naive_msgs_per_s": round(naive_rate, 3),
+        "ratio_vs_naive": round(explain_rate / naive_rate, 3),
+        "seconds_batched": round(batched.seconds, 2),
+        "seconds_naive": round(naive.seconds, 2),
+        # IG: n_steps interpolation rows, each a forward and a backward pass (2 forward
+        # equivalents), plus F(x) and F(baseline); the check: every text it scored.
+        "forward_equivalents_per_msg": round(2 * n_steps + 2 + batched.texts_scored / n, 1),
+        "check_texts_per_msg": round(batched.texts_scored / n, 1),
+        "max_abs_attribution_difference": max(differences) if differences else 0.0,
+        "same_verdict_rate": float(same_verdict),
+        "pass_rate": float(np.mean([c.passed for c in batched.checks])),
+    }

@@ -1,0 +1,239 @@
+"""Explaining a batch of flagged messages: the driving window, Integrated Gradients and occlusion
+with their faithfulness checks, rule agreement, and the attention diagnostic. No Django: the
+service (explanations.services) loads rows, calls `explain_messages` and stores what it returns.
+
+Everything is batched ACROSS messages: one IG computation for all spans, one score_fn call for
+all the IG checks' variants, one for occlusion's variants and its checks, one attention pass. A
+batch that fails as a whole is retried message by message, so that one bad message fails alone
+(with its reason) and the others are explained.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from explanations.attribution import (
+    DEFAULT_N_STEPS,
+    ExplainedSpan,
+    ExplanationError,
+    WordAttribution,
+    best_windows,
+    explained_span,
+    integrated_gradients,
+    occlusion,
+    score_fn_for,
+    scorer_windows,
+)
+from explanations.faithfulness import (
+    CheckInput,
+    FaithfulnessResult,
+    batch_faithfulness_checks,
+    rule_agreement,
+)
+from explanations.model_attention import AttentionMaps, attention_maps
+
+logger = logging.getLogger(__name__)
+
+INTEGRATED_GRADIENTS = "integrated_gradients"
+OCCLUSION = "occlusion"
+METHODS: tuple[str, ...] = (INTEGRATED_GRADIENTS, OCCLUSION)
+
+
+@dataclass(frozen=True)
+class MessageToExplain:
+    """A scored message: its body, the threshold it was routed with, the window scores of its
+    prediction ((start, end, score) per window; None to re-score) and its rule hits' spans."""
+
+    body: str
+    threshold: float
+    window_scores: Sequence[tuple[int, int, float]] | None = None
+    rule_spans: Sequence[tuple[int, int]] = ()
+
+
+@dataclass
+class MethodOutcome:
+    """One method's attribution of one message and its check (or why it failed)."""
+
+    method: str
+    words: list[dict[str, Any]] = field(default_factory=list)
+    check: FaithfulnessResult | None = None
+    top_words: list[dict[str, Any]] = field(default_factory=list)
+    rule_agreement: bool | None = None
+    n_steps: int | None = None
+    convergence_delta: float | None = None
+    compute_ms: float | None = None
+    failure: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.failure
+
+
+@dataclass
+class MessageOutcome:
+    span: ExplainedSpan | None
+    methods: dict[str, MethodOutcome]
+    attention: AttentionMaps | None = None
+    attention_failure: str = ""
+
+
+def words_json(span: ExplainedSpan, scores: Sequence[float]) -> list[dict[str, Any]]:
+    """[{word, start, end, score}] with offsets into the body."""
+    return [
+        {"word": w.text, "start": span.start + w.start, "end": span.start + w.end, "score": float(s)}
+        for w, s in zip(span.words, scores, strict=True)
+    ]
+
+
+def shift_top_words(span: ExplainedSpan, check: FaithfulnessResult) -> list[dict[str, Any]]:
+    return [
+        {
+            "word": w["word"],
+            "start": span.start + w["start"],
+            "end": span.start + w["end"],
+            "score": w["score"],
+        }
+        for w in check.as_dict()["top_words"]
+    ]
+
+
+def _window_from_prediction(windows, window_scores) -> int | None:
+    """The best window's index when the prediction's windows are the scorer's windows."""
+    if not window_scores or len(window_scores) != len(windows):
+        return None
+    if any((w.start, w.end) != (int(s), int(e)) for w, (s, e, _) in zip(windows, window_scores, strict=True)):
+        return None
+    values = [float(score) for _, _, score in window_scores]
+    return max(range(len(values)), key=values.__getitem__)
+
+
+def explained_spans(scorer, items: Sequence[MessageToExplain]) -> list[ExplainedSpan | str]:
+    """The span to explain of each message, or the reason it has none. The driving window comes
+    from the prediction's window scores when they match the scorer's windows; otherwise the
+    windows are scored again (one batched call) and the best one is taken."""
+    per_text = scorer_windows(scorer, [item.body for item in items])
+    chosen = [_window_from_prediction(w, item.window_scores) for w, item in zip(per_text, items, strict=True)]
+    missing = [i for i, c in enumerate(chosen) if c is None]
+    if missing:
+        for i, best in zip(missing, best_windows(scorer, [per_text[i] for i in missing]), strict=True):
+            chosen[i] = best
+    spans: list[ExplainedSpan | str] = []
+    for item, windows, index in zip(items, per_text, chosen, strict=True):
+        span = explained_span(item.body, windows, index)
+        if not span.words:
+            spans.append(
+                "the explained text has no words (only punctuation, symbols or emoji): "
+                "there is nothing to attribute or delete"
+            )
+        else:
+            spans.append(span)
+    return spans
+
+
+def _isolated(fn: Callable[[list], list], inputs: list) -> list:
+    """fn over the whole list; if that raises, fn over each input alone (an exception in its place)."""
+    if not inputs:
+        return []
+    try:
+        return fn(inputs)
+    except Exception as batch_exc:  # a bad input must fail alone, not take the batch with it
+        logger.warning("batched explanation failed (%r); isolating messages", batch_exc)
+    results: list = []
+    for one in inputs:
+        try:
+            results.append(fn([one])[0])
+        except Exception as exc:
+            results.append(exc)
+    return results
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, ExplanationError | ValueError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def checked(
+    score_fn,
+    spans: Sequence[ExplainedSpan],
+    attributions: Sequence[WordAttribution],
+    thresholds,
+    *,
+    seed: int,
+) -> list[FaithfulnessResult]:
+    items = [
+        CheckInput(text=s.text, words=s.words, scores=a.scores.tolist(), threshold=t)
+        for s, a, t in zip(spans, attributions, thresholds, strict=True)
+    ]
+    return batch_faithfulness_checks(items, score_fn, seed=seed)
+
+
+def _run_method(method: str, scorer, score_fn, n_steps: int, seed: int, jobs: list) -> list:
+    """Attribution + check for a list of (span, threshold) jobs, in one batch."""
+    spans = [span for span, _ in jobs]
+    if method == INTEGRATED_GRADIENTS:
+        attributions = integrated_gradients(scorer, spans, n_steps=n_steps)
+    elif method == OCCLUSION:
+        attributions = occlusion(score_fn, spans)
+    else:
+        raise ValueError(f"unknown method {method!r}")
+    checks = checked(score_fn, spans, attributions, [t for _, t in jobs], seed=seed)
+    return list(zip(attributions, checks, strict=True))
+
+
+def explain_messages(
+    scorer,
+    items: Sequence[MessageToExplain],
+    *,
+    n_steps: int = DEFAULT_N_STEPS,
+    methods: Sequence[str] = METHODS,
+    attention: bool = True,
+    seed: int = 0,
+    score_fn: Callable[[list[str]], Sequence[float]] | None = None,
+) -> list[MessageOutcome]:
+    """Explain every message with every method, batched across messages (module docstring).
+    `score_fn` defaults to the Scorer's claim scores (attribution.claim_scores)."""
+    score_fn = score_fn or score_fn_for(scorer)
+    spans = explained_spans(scorer, items)
+    outcomes = [
+        MessageOutcome(
+            span=s if isinstance(s, ExplainedSpan) else None,
+            methods={m: MethodOutcome(method=m, failure=s if isinstance(s, str) else "") for m in methods},
+        )
+        for s in spans
+    ]
+    ready = [i for i, s in enumerate(spans) if isinstance(s, ExplainedSpan)]
+    jobs = [(spans[i], float(items[i].threshold)) for i in ready]
+    for method in methods:
+        started = time.perf_counter()
+        results = _isolated(lambda js, m=method: _run_method(m, scorer, score_fn, n_steps, seed, js), jobs)
+        per_message_ms = (time.perf_counter() - started) * 1000.0 / max(1, len(jobs))
+        for i, result in zip(ready, results, strict=True):
+            outcome = outcomes[i].methods[method]
+            outcome.compute_ms = per_message_ms
+            if isinstance(result, BaseException):
+                outcome.failure = f"{method} failed: {_reason(result)}"
+                continue
+            attribution, check = result
+            span = spans[i]
+            outcome.words = words_json(span, attribution.scores)
+            outcome.check = check
+            outcome.top_words = shift_top_words(span, check)
+            outcome.rule_agreement = rule_agreement(
+                [(w["start"], w["end"]) for w in outcome.top_words], list(items[i].rule_spans)
+            )
+            if method == INTEGRATED_GRADIENTS:
+                outcome.n_steps = n_steps
+                outcome.convergence_delta = attribution.convergence_delta
+    if attention:
+        maps = _isolated(lambda ss: attention_maps(scorer, ss), [spans[i] for i in ready])
+        for i, result in zip(ready, maps, strict=True):
+            if isinstance(result, BaseException):
+                outcomes[i].attention_failure = _reason(result)
+            else:
+                outcomes[i].attention = result
+    return outcomes

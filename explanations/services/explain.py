@@ -1,0 +1,206 @@
+"""Explaining scored messages in the pipeline (the offline judgements are in reports.py)."""
+
+from __future__ import annotations
+
+import io
+import logging
+import zlib
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
+
+from explanations.engine import METHODS, MessageOutcome, MessageToExplain, MethodOutcome, explain_messages
+from explanations.model_attention import AttentionMaps
+from explanations.models import AttentionDiagnostic, Explanation, ExplanationStatus
+from scoring.constants import MessageStatus
+from scoring.models import Message, ModelVersion
+from scoring.services.transitions import messages_transition
+
+logger = logging.getLogger(__name__)
+
+
+def encode_array(array: np.ndarray) -> bytes:
+    """float16 .npy bytes, zlib-compressed (how attention arrays are stored)."""
+    buffer = io.BytesIO()
+    np.save(buffer, np.asarray(array, dtype=np.float16), allow_pickle=False)
+    return zlib.compress(buffer.getvalue(), level=6)
+
+
+def decode_array(data: bytes) -> np.ndarray:
+    """The array stored by encode_array (float16)."""
+    return np.load(io.BytesIO(zlib.decompress(bytes(data))), allow_pickle=False)
+
+
+def _default_scorer(version: ModelVersion):
+    from scoring.classifier.loading import get_scorer
+
+    return get_scorer(version)
+
+
+def _failed(reason: str) -> MessageOutcome:
+    return MessageOutcome(span=None, methods={m: MethodOutcome(method=m, failure=reason) for m in METHODS})
+
+
+def _compute(messages: Sequence[Message], scorer_factory) -> dict[int, MessageOutcome]:
+    """Explain the messages, grouped by the model version that routed them. Anything but a
+    database error becomes a recorded failure of the messages concerned."""
+    groups: dict[int, list[Message]] = defaultdict(list)
+    for message in messages:
+        groups[message.routing_prediction.model_version_id].append(message)
+    outcomes: dict[int, MessageOutcome] = {}
+    for group in groups.values():
+        version = group[0].routing_prediction.model_version
+        items = [
+            MessageToExplain(
+                body=m.body,
+                threshold=m.routing_prediction.threshold,
+                window_scores=[
+                    (w["start"], w["end"], w["score"]) for w in m.routing_prediction.window_scores
+                ],
+                rule_spans=[(r.start, r.end) for r in m.rule_matches.all()],
+            )
+            for m in group
+        ]
+        try:
+            results = explain_messages(scorer_factory(version), items, n_steps=settings.IG_N_STEPS)
+        except DatabaseError:
+            raise
+        except Exception as exc:  # no model, corrupt artifact, ...: recorded, nothing waits forever
+            logger.exception("explaining %d messages with %s failed", len(group), version.name)
+            results = [_failed(f"the explanation could not be computed: {exc}")] * len(group)
+        outcomes.update({m.pk: r for m, r in zip(group, results, strict=True)})
+    return outcomes
+
+
+def _explanation_row(message: Message, outcome: MessageOutcome, result: MethodOutcome) -> Explanation:
+    prediction = message.routing_prediction
+    row = Explanation(
+        message=message,
+        prediction=prediction,
+        model_version_id=prediction.model_version_id,
+        method=result.method,
+        threshold=prediction.threshold,
+        compute_ms=result.compute_ms,
+        n_steps=result.n_steps,
+        convergence_delta=result.convergence_delta,
+    )
+    if outcome.span is not None:
+        row.window_start, row.window_end = outcome.span.start, outcome.span.end
+    if not result.ok:
+        row.status, row.failure_reason = ExplanationStatus.FAILED, result.failure
+        return row
+    check = result.check.as_dict()
+    row.words = result.words
+    row.top_words = result.top_words
+    row.rule_agreement = result.rule_agreement
+    for name in (
+        "k",
+        "score_full",
+        "score_without_top",
+        "score_top_only",
+        "comprehensiveness",
+        "sufficiency",
+        "random_baseline",
+        "aopc",
+        "aopc_curve",
+        "flipped",
+        "passed",
+        "pass_rule",
+        "verdict_text",
+    ):
+        setattr(row, name, check[name])
+    return row
+
+
+def _attention_row(prediction_id: int, maps: AttentionMaps) -> AttentionDiagnostic:
+    return AttentionDiagnostic(
+        prediction_id=prediction_id,
+        tokens=maps.tokens,
+        layers=maps.weights.shape[0],
+        heads=maps.weights.shape[1],
+        weights=encode_array(maps.weights),
+        rollout=encode_array(maps.rollout),
+    )
+
+
+def _lock_scored(ids: list[int]) -> list[int]:
+    query = Message.objects.filter(id__in=ids, status=MessageStatus.SCORED)
+    if connection.features.has_select_for_update_skip_locked:
+        query = query.select_for_update(skip_locked=True, of=("self",))
+    return list(query.values_list("id", flat=True))
+
+
+def messages_explain_batch(*, message_ids: Sequence[int], scorer_factory=_default_scorer) -> dict[str, int]:
+    """Explain scored messages and move them to review.
+
+    Promises: only messages still `scored` are touched (a second delivery finds nothing to do);
+    per message, each method of engine.METHODS (Integrated Gradients, occlusion) is stored once
+    per prediction with every number of its faithfulness check, its rule agreement, n_steps,
+    convergence delta and compute time, plus the attention diagnostic of the driving window;
+    the work is batched across the messages. A message whose explanation could not be computed
+    gets Explanation rows with status=failed and the reason, and still reaches in_review
+    (directly from scored, with the reason in status_reason): nothing waits forever. A message
+    with at least one computed explanation goes scored -> explained -> in_review. Database
+    errors propagate, so that the task retries."""
+    ids = sorted({int(i) for i in message_ids})
+    messages = list(
+        Message.objects.filter(id__in=ids, status=MessageStatus.SCORED)
+        .select_related("routing_prediction__model_version")
+        .prefetch_related("rule_matches")
+    )
+    unpredicted = [m.pk for m in messages if m.routing_prediction is None]
+    messages = [m for m in messages if m.routing_prediction is not None]
+    outcomes = _compute(messages, scorer_factory) if messages else {}
+
+    explained = failed = 0
+    with transaction.atomic():
+        mine = set(_lock_scored([m.pk for m in messages] + unpredicted))
+        existing = set(Explanation.objects.filter(message_id__in=mine).values_list("prediction_id", "method"))
+        has_attention = set(
+            AttentionDiagnostic.objects.filter(prediction__message_id__in=mine).values_list(
+                "prediction_id", flat=True
+            )
+        )
+        rows, attention_rows, ok_ids, failed_ids = [], [], [], {}
+        for message in messages:
+            if message.pk not in mine:
+                continue
+            outcome = outcomes[message.pk]
+            prediction_id = message.routing_prediction_id
+            for result in outcome.methods.values():
+                if (prediction_id, result.method) not in existing:
+                    rows.append(_explanation_row(message, outcome, result))
+            if outcome.attention is not None and prediction_id not in has_attention:
+                attention_rows.append(_attention_row(prediction_id, outcome.attention))
+            if any(r.ok for r in outcome.methods.values()):
+                ok_ids.append(message.pk)
+            else:
+                failed_ids[message.pk] = next(iter(outcome.methods.values())).failure
+        Explanation.objects.bulk_create(rows)
+        AttentionDiagnostic.objects.bulk_create(attention_rows)
+        if ok_ids:
+            messages_transition(
+                message_ids=ok_ids, from_statuses=[MessageStatus.SCORED], to_status=MessageStatus.EXPLAINED
+            )
+            explained = messages_transition(
+                message_ids=ok_ids, from_statuses=[MessageStatus.EXPLAINED], to_status=MessageStatus.IN_REVIEW
+            )
+        for message_id, reason in failed_ids.items():
+            failed += messages_transition(
+                message_ids=[message_id],
+                from_statuses=[MessageStatus.SCORED],
+                to_status=MessageStatus.IN_REVIEW,
+                reason=f"explanation failed: {reason}"[:2000],
+            )
+        no_prediction = [i for i in unpredicted if i in mine]
+        if no_prediction:
+            failed += messages_transition(
+                message_ids=no_prediction,
+                from_statuses=[MessageStatus.SCORED],
+                to_status=MessageStatus.IN_REVIEW,
+                reason="explanation failed: the message has no routing prediction to explain",
+            )
+    return {"explained": explained, "failed": failed, "skipped": len(ids) - explained - failed}

@@ -1,0 +1,48 @@
+"""bench_explain runs both paths on the same messages; they must compute the same attributions.
+(Its timings are figures for the report, never asserted here.)"""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from tests.support.models import tiny_corpus_rows, write_jsonl
+
+pytestmark = pytest.mark.django_db
+KEYS = {"explain_msgs_per_s", "naive_msgs_per_s", "ratio_vs_naive", "forward_equivalents_per_msg", "device"}
+
+
+def test_bench_explain_prints_one_json_object_with_both_rates(tiny_model_version, settings, tmp_path):
+    settings.CORPUS_PATH = write_jsonl(tmp_path / "claims.jsonl", tiny_corpus_rows())
+    out = StringIO()
+    call_command(
+        "bench_explain",
+        "--n",
+        "5",
+        "--n-steps",
+        "8",
+        "--batch-size",
+        "3",
+        "--json",
+        stdout=out,
+        stderr=StringIO(),
+    )
+    data = json.loads(out.getvalue())
+    assert set(data) >= KEYS
+    assert data["n"] == 5 and data["n_steps"] == 8 and data["device"] == "cpu"
+    assert data["explain_msgs_per_s"] > 0 and data["naive_msgs_per_s"] > 0
+    assert data["ratio_vs_naive"] == pytest.approx(
+        data["explain_msgs_per_s"] / data["naive_msgs_per_s"], rel=0.01
+    )
+    assert data["forward_equivalents_per_msg"] > 2 * 8 + 2
+    # the batched path and the naive loop compute the same attributions and verdicts
+    assert data["max_abs_attribution_difference"] < 1e-4
+    assert data["same_verdict_rate"] == 1.0
+
+
+def test_bench_explain_refuses_bad_arguments(tiny_model_version):
+    with pytest.raises(CommandError, match="--n-steps"):
+        call_command("bench_explain", "--n-steps", "1", stdout=StringIO(), stderr=StringIO())
