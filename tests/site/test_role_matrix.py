@@ -120,6 +120,7 @@ ROUTES: list[Route] = [
     Route("api-message-detail", "put", url("api-message-detail", "in_review"), R(), kind="api"),
     Route("api-schema", "get", url("api-schema"), SIGNED_IN, kind="api"),
     Route("api-docs", "get", url("api-docs"), SIGNED_IN, kind="api"),
+    Route("explanations:how_attention_works", "get", url("explanations:how_attention_works"), SIGNED_IN),
     Route("explanations:faithfulness", "get", url("explanations:faithfulness"), R({ADMIN})),
     Route("explanations:faithfulness", "post", url("explanations:faithfulness"), R()),
     Route("admin:index", "get", url("admin:index"), R({ADMIN}), kind="admin"),
