@@ -114,6 +114,7 @@ INSTALLED_APPS = [
     "scoring",
     "explanations",
     "reviews",
+    "monitoring",
 ]
 
 MIDDLEWARE = [
@@ -344,6 +345,10 @@ TRAIN_MAX_MINUTES = env_float("TRAIN_MAX_MINUTES", 9.0, low=0.1)
 
 # --- Review ----------------------------------------------------------------------------------------
 REVIEW_LOCK_MINUTES = env_int("REVIEW_LOCK_MINUTES", 10, minimum=1)
+
+# --- Monitoring -------------------------------------------------------------------------------------
+# The disagreement and score references: the first N days of data after each model activation.
+MONITORING_REFERENCE_DAYS = env_int("MONITORING_REFERENCE_DAYS", 7, minimum=1)
 
 LOGGING = {
     "version": 1,

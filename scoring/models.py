@@ -190,6 +190,8 @@ class Message(models.Model):
             models.Index(fields=["received_at"], name="message_received"),
             models.Index(fields=["-created_at", "-id"], name="message_created_desc"),
             models.Index(fields=["status", "-queue_score", "received_at", "id"], name="message_queue_order"),
+            # Monitoring: the roll-up recomputes the days of messages changed since its last refresh.
+            models.Index(fields=["updated_at"], name="message_updated"),
         ]
 
     def __str__(self) -> str:
