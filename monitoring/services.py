@@ -136,6 +136,7 @@ def _changed_days(since: datetime) -> list[date]:
         day
         for day in Message.objects.filter(updated_at__gte=since)
         .annotate(day=TruncDate("received_at", tzinfo=UTC))
+        .order_by()
         .values_list("day", flat=True)
         .distinct()
     )
@@ -194,7 +195,7 @@ def _recompute_run(first: date, last: date) -> int:
         ),
     )
     keys = ("day", "version", "route_reason", "ptype")
-    versions = set(messages.values_list("version", flat=True).distinct())
+    versions = set(messages.order_by().values_list("version", flat=True).distinct())
     references = _references(versions)
     rows: dict[tuple, dict] = {}
 

@@ -130,3 +130,73 @@ def signed_in(user) -> Client:
 @pytest.fixture
 def admin_client_(admin_user) -> Client:
     return signed_in(admin_user)
+
+
+# --- A tiny model that knows the corpus's phrasings -------------------------------------------------
+# The shared tiny model (tests/support/models.py) is trained on a dozen hand-written sentences: it
+# misses nearly every generated claim, drift or not, so a drift cannot rise above its baseline.
+# simulate_traffic's test needs a model that catches ordinary corpus claims and misses the drift
+# euphemisms, like the real one: the same tiny BERT trained by the real training code on a
+# stratified subset of the real corpus (~1.5 min on a CPU; cached under var/test-cache/).
+
+CORPUS_TINY_SUBSET = {"train": (10**6, 900), "val": (60, 150), "test": (10**6, 200)}  # (claims, negatives)
+
+
+def _corpus_subset(path):
+    import random
+
+    from django.conf import settings
+
+    from scoring.corpus.generator import read_jsonl
+    from tests.support.models import write_jsonl
+
+    rows = read_jsonl(settings.CORPUS_PATH, validate=False)
+    rng = random.Random(0)
+    subset = []
+    for split, (n_claims, n_negatives) in CORPUS_TINY_SUBSET.items():
+        part = [row for row in rows if row["split"] == split]
+        claims = [row for row in part if row["label"] == 1]
+        negatives = [row for row in part if row["label"] == 0]
+        rng.shuffle(claims)
+        rng.shuffle(negatives)
+        subset += claims[:n_claims] + negatives[:n_negatives]
+    return write_jsonl(path, subset)
+
+
+@pytest.fixture(scope="session")
+def corpus_tiny_artifact():
+    import hashlib
+    import json
+    from pathlib import Path
+
+    from django.conf import settings
+
+    from scoring.classifier.data import corpus_sha256
+    from scoring.classifier.training import train_and_save
+    from tests.support.models import _code_digest, tiny_train_config
+    from tests.support.tiny_model import build_tiny_encoder
+
+    key = json.dumps(
+        {"corpus": corpus_sha256(settings.CORPUS_PATH), "subset": CORPUS_TINY_SUBSET, "code": _code_digest()},
+        sort_keys=True,
+    )
+    root = (
+        Path(settings.VAR_DIR)
+        / "test-cache"
+        / ("corpus-tiny-" + hashlib.sha256(key.encode()).hexdigest()[:16])
+    )
+    artifact = root / "models" / "corpus-tiny"
+    if not artifact.is_dir():
+        corpus = _corpus_subset(root / "corpus.jsonl")
+        base = build_tiny_encoder(root / "base", hidden=32, layers=2, heads=2)
+        config = tiny_train_config(base, corpus, epochs=3, batch_size=32, lr=5e-3, patience=3)
+        train_and_save(config, models_dir=root / "models", version="corpus-tiny", progress=False)
+    return artifact
+
+
+@pytest.fixture
+def corpus_tiny_version(db, corpus_tiny_artifact):
+    """The corpus-trained tiny model, registered and ACTIVE."""
+    from tests.support.models import _register_active
+
+    return _register_active(corpus_tiny_artifact, "corpus-trained tiny model for tests")
