@@ -17,6 +17,7 @@ app.conf.task_queues = (Queue("default"), Queue("gpu"))
 app.conf.task_routes = {
     "scoring.tasks.score_batch": {"queue": "gpu"},
     "scoring.tasks.shadow_score_batch": {"queue": "gpu"},
+    "scoring.tasks.compare_models": {"queue": "gpu"},
     "explanations.tasks.explain_batch": {"queue": "gpu"},
 }
 app.autodiscover_tasks()

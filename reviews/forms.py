@@ -18,17 +18,32 @@ from scoring.models import ClaimType, ModelVersion
 YES_NO = (("", "Any"), ("yes", "Yes"), ("no", "No"))
 
 
+class _ListChoiceIterator(forms.models.ModelChoiceIterator):
+    """Fetch the choices with one plain query. The default iterator streams them with a
+    server-side cursor, which on PostgreSQL costs three round trips per field per render."""
+
+    def __iter__(self):
+        if self.field.empty_label is not None:
+            yield ("", self.field.empty_label)
+        for obj in list(self.queryset):
+            yield self.choice(obj)
+
+
+class ListedModelChoiceField(forms.ModelChoiceField):
+    iterator = _ListChoiceIterator
+
+
 def _yes_no(value: str) -> bool | None:
     return {"yes": True, "no": False}.get(value)
 
 
 class QueueFilterForm(forms.Form):
-    claim_type = forms.ModelChoiceField(
+    claim_type = ListedModelChoiceField(
         ClaimType.objects.all(), to_field_name="code", required=False, label="Predicted claim type"
     )
     rule_hit = forms.ChoiceField(choices=YES_NO, required=False, label="Rule hit")
     qa_sample = forms.ChoiceField(choices=YES_NO, required=False, label="QA sample")
-    model_version = forms.ModelChoiceField(ModelVersion.objects.all(), required=False, label="Model version")
+    model_version = ListedModelChoiceField(ModelVersion.objects.all(), required=False, label="Model version")
     received = forms.ChoiceField(choices=(("", "Any time"), *ReceivedWithin.CHOICES), required=False)
     cursor = forms.CharField(required=False, max_length=500, widget=forms.HiddenInput)
 
@@ -50,7 +65,7 @@ class RecordFilterForm(forms.Form):
         label="Search",
         help_text="An external id, or words in the message, the note or a reason.",
     )
-    reviewer = forms.ModelChoiceField(
+    reviewer = ListedModelChoiceField(
         User.objects.filter(Q(groups__name__in=[Role.REVIEWER, Role.COMPLIANCE_ADMIN]) | Q(is_superuser=True))
         .distinct()
         .order_by("username"),
@@ -59,11 +74,11 @@ class RecordFilterForm(forms.Form):
     )
     date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
     date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
-    claim_type = forms.ModelChoiceField(
+    claim_type = ListedModelChoiceField(
         ClaimType.objects.all(), to_field_name="code", required=False, label="Claim type"
     )
     agreement = forms.ChoiceField(choices=(("", "Any"), *Agreement.CHOICES), required=False)
-    model_version = forms.ModelChoiceField(ModelVersion.objects.all(), required=False, label="Model version")
+    model_version = ListedModelChoiceField(ModelVersion.objects.all(), required=False, label="Model version")
     verdict = forms.ChoiceField(choices=(("", "Any"), *Verdict.choices), required=False)
     cursor = forms.CharField(required=False, max_length=100, widget=forms.HiddenInput)
 
@@ -89,7 +104,7 @@ class RecordFilterForm(forms.Form):
 
 
 class _DecisionFields(forms.Form):
-    claim_type = forms.ModelChoiceField(
+    claim_type = ListedModelChoiceField(
         ClaimType.objects.order_by("position"),
         to_field_name="code",
         required=False,

@@ -9,9 +9,18 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from dataclasses import dataclass
 from typing import Any
 
 PAGE_SIZE = 50
+
+
+@dataclass
+class Page:
+    """One keyset page: its rows and the cursor of the next page (None on the last page)."""
+
+    items: list[Any]
+    next_cursor: str | None
 
 
 class InvalidCursor(ValueError):

@@ -38,7 +38,7 @@ from reviews.errors import (
 from reviews.hashing import GENESIS_HASH, record_hash
 from reviews.models import ReviewDecision, ReviewLock, Verdict
 from reviews.roles import Role, has_role
-from reviews.selectors import QUEUE_ORDER, decision_snapshot, lock_held
+from reviews.selectors import decision_snapshot, in_priority_order, lock_held
 from scoring.constants import MessageStatus
 from scoring.models import ClaimType, Message
 from scoring.services.transitions import message_transition
@@ -82,10 +82,10 @@ def lock_claim_next(*, reviewer: User) -> Message | None:
             return held.message
         for _ in range(CLAIM_ATTEMPTS):
             now = timezone.now()
-            candidates = (
-                Message.objects.filter(status=MessageStatus.IN_REVIEW)
-                .exclude(review_lock__expires_at__gt=now)
-                .order_by(*QUEUE_ORDER)
+            candidates = in_priority_order(
+                Message.objects.filter(status=MessageStatus.IN_REVIEW).exclude(
+                    review_lock__expires_at__gt=now
+                )
             )
             if connection.features.has_select_for_update_skip_locked:
                 candidates = candidates.select_for_update(skip_locked=True, of=("self",))
@@ -215,6 +215,21 @@ def _replay_time(decided_at: datetime, head: dict | None) -> datetime:
     return decided_at
 
 
+def decision_agreement(
+    *, verdict: str, model_flagged: bool | None, claim_type_id: int | None, model_claim_type_id: int | None
+) -> tuple[bool | None, bool | None]:
+    """(agrees_with_model, claim_type_matches): the model "says claim" when it flagged the
+    message. No agreement for an escalation or without a prediction; the claim type is compared
+    only when both say claim."""
+    agrees = None
+    if verdict != Verdict.ESCALATE and model_flagged is not None:
+        agrees = model_flagged == (verdict == Verdict.CLAIM)
+    type_matches = None
+    if verdict == Verdict.CLAIM and model_flagged and model_claim_type_id is not None:
+        type_matches = claim_type_id == model_claim_type_id
+    return agrees, type_matches
+
+
 def decision_record(
     *,
     message: Message,
@@ -267,12 +282,12 @@ def decision_record(
         )
         prediction = message.routing_prediction
         model_flagged = prediction.flagged if prediction is not None else None
-        agrees = None
-        if verdict != Verdict.ESCALATE and model_flagged is not None:
-            agrees = model_flagged == (verdict == Verdict.CLAIM)
-        type_matches = None
-        if verdict == Verdict.CLAIM and model_flagged and prediction.claim_type_id is not None:
-            type_matches = claim_type.pk == prediction.claim_type_id
+        agrees, type_matches = decision_agreement(
+            verdict=verdict,
+            model_flagged=model_flagged,
+            claim_type_id=claim_type.pk if claim_type else None,
+            model_claim_type_id=prediction.claim_type_id if prediction else None,
+        )
         head = (
             ReviewDecision.objects.order_by("-sequence")
             .values("sequence", "content_hash", "created_at")

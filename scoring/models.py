@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
 
 from scoring.constants import Channel, MessageStatus, RouteReason
 
@@ -98,6 +99,11 @@ class ModelVersion(models.Model):
     )
     is_active = models.BooleanField(default=False)
     is_shadow = models.BooleanField(default=False)
+    shadow_since = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When shadow scoring started: messages after it get a shadow prediction.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     activated_at = models.DateTimeField(null=True, blank=True)
 
@@ -140,6 +146,35 @@ class ModelActivation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model_version} at {self.activated_at:%Y-%m-%d %H:%M}"
+
+
+class ModelComparison(models.Model):
+    """A challenger (`candidate`) compared with a reference version (`baseline`) on the corpus
+    test split, the novel-phrasing slice, drift phrasings and recent reviewed traffic (where the
+    reviewers are the reference). Computed by a task; `results` holds every figure."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    baseline = models.ForeignKey(ModelVersion, on_delete=models.CASCADE, related_name="+")
+    candidate = models.ForeignKey(ModelVersion, on_delete=models.CASCADE, related_name="+")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    error = models.TextField(blank=True)
+    results = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.candidate} vs {self.baseline} ({self.status})"
 
 
 class Message(models.Model):
@@ -189,7 +224,22 @@ class Message(models.Model):
             models.Index(fields=["status", "updated_at"], name="message_status_updated"),
             models.Index(fields=["received_at"], name="message_received"),
             models.Index(fields=["-created_at", "-id"], name="message_created_desc"),
-            models.Index(fields=["status", "-queue_score", "received_at", "id"], name="message_queue_order"),
+            # The review queue: only messages in review, in priority order (a message without a
+            # score last, on every database: reviews.selectors.queue_priority), and a covering
+            # index for the queue's facet counts.
+            models.Index(
+                Coalesce(F("queue_score"), Value(-1.0)).desc(),
+                F("received_at"),
+                F("id"),
+                condition=Q(status=MessageStatus.IN_REVIEW),
+                name="message_review_queue",
+            ),
+            models.Index(
+                fields=["routing_prediction"],
+                include=["has_rule_hit", "is_qa_sample", "received_at"],
+                condition=Q(status=MessageStatus.IN_REVIEW),
+                name="message_review_facets",
+            ),
             # Monitoring: the roll-up recomputes the days of messages changed since its last refresh.
             models.Index(fields=["updated_at"], name="message_updated"),
         ]
@@ -231,6 +281,11 @@ class Prediction(models.Model):
         indexes = [
             models.Index(fields=["model_version", "created_at"], name="prediction_version_time"),
             models.Index(fields=["created_at"], name="prediction_time"),
+            # Lets the review queue count its facets (claim type, model version) from the index
+            # alone, without reading the wide prediction rows (PostgreSQL; elsewhere a plain index).
+            models.Index(
+                fields=["id"], include=["claim_type", "model_version"], name="prediction_facet_cover"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -43,12 +43,35 @@ def score_batch(self, message_ids: list[int]) -> dict[str, int]:
     return {"scored": outcome.scored, "failed": outcome.failed, "skipped": outcome.skipped}
 
 
+@shared_task(
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    max_retries=5,
+)
+def shadow_score_batch(message_ids: list[int], version_id: int) -> int:
+    """Score messages with a challenger version in shadow (gpu queue); routes nothing."""
+    from scoring.services.shadow import messages_shadow_score
+
+    return messages_shadow_score(message_ids=message_ids, version_id=version_id)
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True)
+def compare_models(comparison_id: int) -> str:
+    """Compute a requested model comparison (gpu queue: it scores with both versions)."""
+    from scoring.services.comparisons import model_comparison_run
+
+    return model_comparison_run(comparison_id=comparison_id).status
+
+
 @shared_task(acks_late=True, ignore_result=True)
 def sweep() -> dict[str, int]:
     """Periodic (celery beat): re-enqueue work stuck too long, so nothing is ever lost."""
     from scoring.services.pipeline import messages_sweep
+    from scoring.services.shadow import shadow_sweep
 
-    result = messages_sweep()
-    if any(vars(result).values()):
+    result = {**vars(messages_sweep()), "shadow_requeued": shadow_sweep()}
+    if any(result.values()):
         logger.info("sweep: %s", result)
-    return vars(result)
+    return result

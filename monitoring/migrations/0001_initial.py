@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ("scoring", "0005_message_updated_index"),
+        ("scoring", "0008_message_updated_index"),
     ]
 
     operations = [

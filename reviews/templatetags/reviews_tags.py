@@ -18,8 +18,9 @@ def has_role_filter(user, role_names: str) -> bool:
 
 @register.filter
 def score(value: float | None, digits: int = 3) -> str:
-    """A probability or score with fixed decimals; an em dash for none."""
-    if value is None:
+    """A probability or score with fixed decimals; an em dash for none (or a missing key, which
+    templates resolve to "")."""
+    if value is None or isinstance(value, str):
         return "—"
     return f"{value:.{int(digits)}f}"
 

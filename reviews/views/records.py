@@ -29,7 +29,7 @@ from reviews.selectors import (
     records_list,
     records_page,
 )
-from reviews.views._common import query_with
+from reviews.views._common import path_prefix, query_with
 
 AUDIT_ROLES = (Role.AUDITOR, Role.COMPLIANCE_ADMIN)
 
@@ -54,6 +54,7 @@ def records(request: HttpRequest) -> HttpResponse:
             "first_href": query_with(request.GET),
             "is_first_page": not form.cleaned_data["cursor"],
             "export_query": query_with(request.GET),
+            "record_path": path_prefix("reviews:record"),
         }
     )
     return render(request, "reviews/records.html", context)
@@ -118,7 +119,7 @@ def records_csv(request: HttpRequest) -> HttpResponse:
     form = RecordFilterForm(request.GET)
     if not form.is_valid():
         return render(request, "reviews/records.html", {"form": form}, status=400)
-    queryset = records_list(decision_records(form.filters()))
+    queryset = records_list(decision_records(form.filters()), with_snapshot=True)
     stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
     response = StreamingHttpResponse(_csv_lines(queryset), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="claimwatch-decisions-{stamp}.csv"'

@@ -295,6 +295,12 @@ def messages_score_batch(
         if to_explain:
             ids = list(to_explain)
             transaction.on_commit(lambda: messages_enqueue_explanation(message_ids=ids))
+        scored_ids = [m.pk for m in updates if m.status != MessageStatus.FAILED]
+        if scored_ids and ModelVersion.objects.filter(is_shadow=True).exists():
+            from scoring.services.shadow import messages_enqueue_shadow
+
+            # After routing has committed: a challenger never delays the active model's work.
+            transaction.on_commit(lambda: messages_enqueue_shadow(message_ids=scored_ids))
     skipped = len(message_ids) - scored - failed - poisoned
     return BatchOutcome(scored, failed + poisoned, skipped, to_explain)
 

@@ -22,6 +22,11 @@
   option(layerSelect, "rollout", "Rollout (all layers)");
   for (var h = 0; h < config.heads; h++) option(headSelect, String(h), "Head " + (h + 1));
 
+  // plotly.js reads a few HTML tags in labels (<b>, <a href>, <br>): show tokens as plain text.
+  function plain(text) {
+    return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  }
+
   function loadPlotly(done) {
     if (window.Plotly) { done(); return; }
     var script = document.createElement("script");
@@ -46,11 +51,11 @@
       .then(function (data) {
         // Token positions as the axis (the same word can occur twice); words as tick labels.
         var positions = data.tokens.map(function (_, i) { return i; });
-        var axis = { tickmode: "array", tickvals: positions, ticktext: data.tokens, tickfont: { size: 10 } };
+        var labels = data.tokens.map(plain);
+        var axis = { tickmode: "array", tickvals: positions, ticktext: labels, tickfont: { size: 10 } };
         window.Plotly.react(plot, [{
           type: "heatmap", z: data.z, x: positions, y: positions, colorscale: [[0, "#f7fbff"], [0.5, "#6baed6"], [1, "#08306b"]], zmin: 0,
           colorbar: { title: { text: "weight" } },
-          customdata: data.tokens,
           hovertemplate: "query %{y}: %{z:.4f} to key %{x}<extra></extra>"
         }], {
           title: { text: data.title },

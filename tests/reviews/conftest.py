@@ -49,8 +49,7 @@ def admin_client_(admin_user):
 def reseed_reference_data() -> None:
     """Run the data migrations' seed functions again (they are idempotent): role groups and
     claim types. A flush after a committing test empties every table; serialized rollback puts
-    the rows back, except where the test thread runs inside Playwright's event loop, whose
-    greenlet sees other connection objects than the ones the serialized copy was stored on."""
+    the rows back when the test asks for it, and this makes sure of it either way."""
     for module, function in (
         ("scoring.migrations.0002_claim_types", "seed"),
         ("reviews.migrations.0002_role_groups", "create_groups"),

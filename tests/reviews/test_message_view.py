@@ -220,3 +220,21 @@ def test_an_admin_records_a_correction_with_a_reason(reviewer, admin_client_):
     )
     correction = ReviewDecision.objects.get(supersedes=first)
     assert correction.supersede_reason == "Missed it."
+
+
+def test_the_escalation_queue_makes_the_same_number_of_queries_for_1_or_10_escalations(
+    reviewer, admin_client_
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert admin_client_.get(reverse("reviews:escalations")).status_code == 200
+        return len(ctx.captured_queries)
+
+    ReviewDecisionFactory(reviewer=reviewer, verdict="escalate")
+    small = count()
+    for _ in range(9):
+        ReviewDecisionFactory(reviewer=reviewer, verdict="escalate")
+    assert count() == small

@@ -19,7 +19,8 @@ from django.urls import get_resolver, reverse
 
 from monitoring.api_urls import ENDPOINTS as METRICS_ENDPOINTS
 from reviews.roles import Role
-from tests.factories import ReviewDecisionFactory, UserFactory, reviewable_message
+from scoring.models import ModelComparison
+from tests.factories import ModelVersionFactory, ReviewDecisionFactory, UserFactory, reviewable_message
 
 ANONYMOUS = "anonymous"
 NO_ROLE = "no_role"
@@ -35,6 +36,8 @@ class World:
     escalated: int
     decided: int
     decision: int
+    model_version: int
+    comparison: int
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,33 @@ ROUTES: list[Route] = [
     Route("reviews:record", "delete", url("reviews:record", "decision"), R()),
     Route("reviews:audit_chain", "get", url("reviews:audit_chain"), R({AUDITOR, ADMIN})),
     Route("reviews:audit_chain", "post", url("reviews:audit_chain"), R()),
+    Route("reviews:training_data", "get", url("reviews:training_data"), R({ADMIN})),
+    Route("reviews:training_data", "post", url("reviews:training_data"), R()),
+    Route("reviews:models", "get", url("reviews:models"), R({AUDITOR, ADMIN})),
+    Route("reviews:models", "post", url("reviews:models"), R()),
+    Route(
+        "reviews:models_activate", "post", url("reviews:models_activate"), R({ADMIN}), data={"reason": "x"}
+    ),
+    Route("reviews:models_threshold", "post", url("reviews:models_threshold"), R({ADMIN})),
+    Route("reviews:models_compare", "post", url("reviews:models_compare"), R({ADMIN})),
+    Route("reviews:models_shadow", "post", url("reviews:models_shadow", "model_version"), R({ADMIN})),
+    Route("reviews:comparison", "get", url("reviews:comparison", "comparison"), R({AUDITOR, ADMIN})),
+    # The REST API: 401/403 instead of a login redirect.
+    Route("api-messages", "get", url("api-messages"), R({REVIEWER, AUDITOR, ADMIN, SERVICE}), kind="api"),
+    Route("api-messages", "post", url("api-messages"), R({ADMIN, SERVICE}), kind="api"),
+    Route("api-messages-bulk", "post", url("api-messages-bulk"), R({ADMIN, SERVICE}), kind="api"),
+    Route("api-messages-bulk", "get", url("api-messages-bulk"), R(), kind="api"),
+    Route(
+        "api-message-detail",
+        "get",
+        url("api-message-detail", "in_review"),
+        R({REVIEWER, AUDITOR, ADMIN, SERVICE}),
+        kind="api",
+    ),
+    Route("api-message-detail", "delete", url("api-message-detail", "in_review"), R(), kind="api"),
+    Route("api-message-detail", "put", url("api-message-detail", "in_review"), R(), kind="api"),
+    Route("api-schema", "get", url("api-schema"), SIGNED_IN, kind="api"),
+    Route("api-docs", "get", url("api-docs"), SIGNED_IN, kind="api"),
     Route("monitoring:dashboard", "get", url("monitoring:dashboard"), R({ADMIN})),
     Route("monitoring:dashboard", "post", url("monitoring:dashboard"), R()),
     *(
@@ -135,7 +165,9 @@ def world(db) -> World:
     in_review = reviewable_message(attention=True)
     escalated = ReviewDecisionFactory(reviewer=author, verdict="escalate").message
     decision = ReviewDecisionFactory(reviewer=author, verdict="no_claim")
-    return World(in_review.pk, escalated.pk, decision.message_id, decision.pk)
+    version = in_review.routing_prediction.model_version
+    comparison = ModelComparison.objects.create(baseline=version, candidate=ModelVersionFactory())
+    return World(in_review.pk, escalated.pk, decision.message_id, decision.pk, version.pk, comparison.pk)
 
 
 def client_for(role: str) -> Client:

@@ -13,10 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.db import connection, connections
 
 from tests.conftest import PASSWORD, require_or_skip
 
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
+_SERIALIZED: dict[str, str | None] = {}
 CSP_MARK = "CSP-VIOLATION "
 # Injected by Playwright before any page script: report each Content-Security-Policy violation
 # with its directive and source file, so a test can tell the product's own code from a library's.
@@ -36,6 +38,10 @@ def browser() -> Iterator[object]:
     require_or_skip(executable is not None, "Chromium", "CLAIMWATCH_REQUIRE_BROWSER")
     from playwright.sync_api import sync_playwright
 
+    # Inside Playwright's greenlet Django hands out other connection objects (its connection
+    # handler is context-local); they need the serialized copy of the migrated rows too, or the
+    # flush after each test re-creates content types that the next restore then collides with.
+    _SERIALIZED["default"] = getattr(connections["default"], "_test_serialized_contents", None)
     previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     try:
@@ -54,6 +60,8 @@ def browser() -> Iterator[object]:
 def new_page(browser, live_server, committed_decisions):
     """Pages in fresh browser contexts (separate cookies), closed after the test; every page
     records console errors and dialogs so a test can assert that nothing ran."""
+    if _SERIALIZED.get("default") is not None and not hasattr(connection, "_test_serialized_contents"):
+        connection._test_serialized_contents = _SERIALIZED["default"]
     contexts = []
 
     def make():

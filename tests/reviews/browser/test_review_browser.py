@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from reviews.models import ReviewDecision
-from tests.factories import ReviewDecisionFactory, UserFactory, reviewable_message
+from tests.factories import AttentionDiagnosticFactory, ReviewDecisionFactory, UserFactory, reviewable_message
 from tests.reviews.browser.conftest import screenshot, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
@@ -158,3 +158,19 @@ def test_a_script_payload_in_a_message_renders_as_text_and_runs_nothing(new_page
     assert page.dialogs == []
     assert_no_csp_violation_of_our_own(page)
     screenshot(page, "script-payload-queue-page")
+
+
+def test_markup_in_attention_tokens_is_shown_as_text_in_the_heat_map(new_page, people):
+    message = reviewable_message(explanation=False)
+    tokens = ["[CLS]", "<b>bold</b>", "<a href='javascript:alert(3)'>x</a>", "[SEP]"]
+    AttentionDiagnosticFactory(prediction=message.routing_prediction, tokens=tokens)
+    page = new_page()
+    sign_in(page, "rita_reviewer")
+    page.goto(f"/review/messages/{message.pk}/")
+    page.locator("#attention-panel summary").click()
+    page.wait_for_selector("#attention-plot .main-svg", timeout=30_000)
+    ticks = page.locator("#attention-plot .xtick text").all_text_contents()
+    assert "<b>bold</b>" in ticks
+    assert page.locator("#attention-plot a").count() == 0
+    assert page.dialogs == []
+    screenshot(page, "attention-token-markup-as-text")

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("scoring", "0004_seed_rules"),
+        ("scoring", "0007_review_queue_indexes"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

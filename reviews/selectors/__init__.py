@@ -1,0 +1,64 @@
+"""Reads of the reviews app (selectors return QuerySets or plain data), one module per page
+family; everything is importable from here."""
+
+from reviews.selectors.evidence import (
+    AttentionMeta,
+    Evidence,
+    attention_diagnostic,
+    decision_snapshot,
+    explanation_for_review,
+    message_evidence,
+    snapshot_build,
+)
+from reviews.selectors.queue import (
+    NO_SCORE,
+    QUEUE_ORDER,
+    FacetValue,
+    QueueFacets,
+    QueueFilters,
+    in_priority_order,
+    lock_held,
+    queue_facets,
+    queue_list,
+    queue_messages,
+    queue_page,
+    queue_priority,
+)
+from reviews.selectors.records import (
+    RecordFilters,
+    audit_chain_report,
+    decision_detail,
+    decision_records,
+    escalated_messages,
+    records_list,
+    records_page,
+)
+
+__all__ = [
+    "NO_SCORE",
+    "QUEUE_ORDER",
+    "AttentionMeta",
+    "Evidence",
+    "FacetValue",
+    "QueueFacets",
+    "QueueFilters",
+    "RecordFilters",
+    "attention_diagnostic",
+    "audit_chain_report",
+    "decision_detail",
+    "decision_records",
+    "decision_snapshot",
+    "escalated_messages",
+    "explanation_for_review",
+    "in_priority_order",
+    "lock_held",
+    "message_evidence",
+    "queue_facets",
+    "queue_list",
+    "queue_messages",
+    "queue_page",
+    "queue_priority",
+    "records_list",
+    "records_page",
+    "snapshot_build",
+]

@@ -1,0 +1,165 @@
+"""Reads for compliance admins and auditors: escalations, decision records with their search and
+filters, one record, and the audit chain check."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Substr
+from django.utils import timezone
+
+from reviews.constants import BODY_PREVIEW_CHARS, Agreement
+from reviews.hashing import HASHED_FIELDS, ChainReport, chain_verify
+from reviews.models import ReviewDecision, Verdict
+from reviews.pagination import PAGE_SIZE, Page, decode_cursor, encode_cursor
+from scoring.constants import MessageStatus
+from scoring.models import ClaimType, Message, ModelVersion
+
+
+def escalated_messages() -> QuerySet[Message]:
+    """Messages waiting for a compliance admin, oldest escalation first, with the escalating
+    decision's reason and reviewer annotated (no per-row queries)."""
+    escalation = ReviewDecision.objects.filter(message=OuterRef("pk"), verdict=Verdict.ESCALATE).order_by(
+        "-sequence"
+    )
+    return (
+        Message.objects.filter(status=MessageStatus.ESCALATED)
+        .select_related("routing_prediction__claim_type")
+        .only(
+            "id",
+            "external_id",
+            "received_at",
+            "escalated_at",
+            "queue_score",
+            "routing_prediction__score",
+            "routing_prediction__claim_type__name",
+        )
+        .annotate(
+            preview=Substr("body", 1, BODY_PREVIEW_CHARS),
+            escalation_reason=Subquery(escalation.values("escalation_reason")[:1]),
+            escalated_by=Subquery(escalation.values("reviewer__username")[:1]),
+        )
+        .order_by("escalated_at", "id")
+    )
+
+
+# --- Decision records (auditor) -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecordFilters:
+    """The records page's search and filters; None or "" means "any"."""
+
+    q: str = ""
+    reviewer: User | None = None
+    date_from: date | None = None
+    date_to: date | None = None
+    claim_type: ClaimType | None = None
+    agreement: str | None = None
+    model_version: ModelVersion | None = None
+    verdict: str | None = None
+
+
+def _day_start(day: date) -> datetime:
+    return datetime(day.year, day.month, day.day, tzinfo=timezone.get_current_timezone())
+
+
+def decision_records(filters: RecordFilters | None = None) -> QuerySet[ReviewDecision]:
+    """Decision records matching the search and filters, newest first (by chain sequence).
+    The search matches an external id exactly, or text in the message body, the note or a
+    reason (case-insensitive)."""
+    filters = filters or RecordFilters()
+    qs = ReviewDecision.objects.all()
+    if filters.q:
+        qs = qs.filter(
+            Q(message__external_id=filters.q)
+            | Q(message__body__icontains=filters.q)
+            | Q(note__icontains=filters.q)
+            | Q(escalation_reason__icontains=filters.q)
+            | Q(supersede_reason__icontains=filters.q)
+        )
+    if filters.reviewer is not None:
+        qs = qs.filter(reviewer=filters.reviewer)
+    if filters.date_from is not None:
+        qs = qs.filter(created_at__gte=_day_start(filters.date_from))
+    if filters.date_to is not None:
+        qs = qs.filter(created_at__lt=_day_start(filters.date_to) + timedelta(days=1))
+    if filters.claim_type is not None:
+        qs = qs.filter(claim_type=filters.claim_type)
+    if filters.agreement == Agreement.AGREE:
+        qs = qs.filter(agrees_with_model=True)
+    elif filters.agreement == Agreement.DISAGREE:
+        qs = qs.filter(agrees_with_model=False)
+    elif filters.agreement == Agreement.ESCALATED:
+        qs = qs.filter(verdict=Verdict.ESCALATE)
+    if filters.model_version is not None:
+        qs = qs.filter(model_version=filters.model_version)
+    if filters.verdict:
+        qs = qs.filter(verdict=filters.verdict)
+    return qs.order_by("-sequence")
+
+
+def records_list(
+    queryset: QuerySet[ReviewDecision], *, with_snapshot: bool = False
+) -> QuerySet[ReviewDecision]:
+    """What one records row shows (with `with_snapshot`, what one CSV line shows), in the same
+    query. The list page leaves the snapshot JSON, the widest column, in the database."""
+    fields = [f for f in HASHED_FIELDS if not f.endswith("_id") and (with_snapshot or f != "snapshot")]
+    return queryset.select_related(
+        "message", "reviewer", "claim_type", "model_version", "model_claim_type", "supersedes"
+    ).only(
+        *fields,
+        "id",
+        "content_hash",
+        "message__external_id",
+        "reviewer__username",
+        "claim_type__code",
+        "claim_type__name",
+        "model_version__name",
+        "model_claim_type__code",
+        "supersedes__sequence",
+        "message_id",
+        "reviewer_id",
+        "claim_type_id",
+        "model_version_id",
+        "model_claim_type_id",
+        "supersedes_id",
+    )
+
+
+def records_page(queryset: QuerySet[ReviewDecision], *, cursor: str | None, size: int = PAGE_SIZE) -> Page:
+    if cursor:
+        (last_sequence,) = decode_cursor(cursor, types=(int,))
+        queryset = queryset.filter(sequence__lt=last_sequence)
+    rows = list(queryset[: size + 1])
+    next_cursor = None
+    if len(rows) > size:
+        rows = rows[:size]
+        next_cursor = encode_cursor([rows[-1].sequence])
+    return Page(rows, next_cursor)
+
+
+def decision_detail(decision_id: int) -> ReviewDecision:
+    return ReviewDecision.objects.select_related(
+        "message", "reviewer", "claim_type", "model_version", "model_claim_type", "supersedes"
+    ).get(pk=decision_id)
+
+
+def audit_chain_report(
+    *, progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None
+) -> ChainReport:
+    """Walk the whole decision chain in sequence order, streaming rows from the database.
+    `progress(rows, total)` may wrap the row iterator (the command passes a tqdm bar)."""
+    rows: Iterable[Any] = (
+        ReviewDecision.objects.order_by("sequence")
+        .values("id", "content_hash", *HASHED_FIELDS)
+        .iterator(chunk_size=2_000)
+    )
+    if progress is not None:
+        rows = progress(rows, ReviewDecision.objects.count())
+    return chain_verify(rows)

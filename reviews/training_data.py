@@ -1,0 +1,115 @@
+"""Reviewed decisions as labelled training data (the brief: collect new phrasings as labelled
+examples and fine-tune a new version; do not move the threshold).
+
+A message's label is its latest decision that no later decision superseded. Messages whose
+latest decision is an escalation are left out (nobody has decided them), and so are bodies
+whose messages were decided differently (contradictory). Rows are de-duplicated by body and
+carry their provenance, so a trained version can say where its extra data came from."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from reviews.models import ReviewDecision, Verdict
+from scoring.constants import NO_CLAIM
+
+
+@dataclass(frozen=True)
+class FinalDecision:
+    """The decision that stands for one message."""
+
+    message_id: int
+    body: str
+    decision_id: int
+    reviewer_id: int
+    verdict: str
+    claim_type: str | None
+    agrees_with_model: bool | None
+
+
+@dataclass
+class ExportSummary:
+    rows: int = 0
+    messages: int = 0
+    escalated_left_out: int = 0
+    contradictory_left_out: int = 0
+    duplicates_merged: int = 0
+    by_label: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+def final_decisions(*, since: datetime | None = None) -> Iterator[FinalDecision]:
+    """Each decided message's standing decision (latest by chain sequence among those nobody
+    superseded), oldest message first. One query, streamed."""
+    decisions = ReviewDecision.objects.filter(superseded_by__isnull=True)
+    if since is not None:
+        decisions = decisions.filter(created_at__gte=since)
+    rows = decisions.order_by("message_id", "-sequence").values_list(
+        "message_id", "id", "reviewer_id", "verdict", "claim_type__code", "agrees_with_model", "message__body"
+    )
+    last_message = None
+    for message_id, decision_id, reviewer_id, verdict, code, agrees, body in rows.iterator(chunk_size=2000):
+        if message_id == last_message:
+            continue  # an older standing decision of the same message: the newest one counts
+        last_message = message_id
+        yield FinalDecision(message_id, body, decision_id, reviewer_id, verdict, code, agrees)
+
+
+def _label(decision: FinalDecision) -> tuple[int, str]:
+    if decision.verdict == Verdict.CLAIM:
+        return 1, decision.claim_type or NO_CLAIM
+    return 0, NO_CLAIM
+
+
+def training_rows(decisions: Iterable[FinalDecision]) -> tuple[list[dict], ExportSummary]:
+    """Pure: turn standing decisions into de-duplicated training rows with provenance."""
+    summary = ExportSummary()
+    by_body: dict[str, list[FinalDecision]] = defaultdict(list)
+    for decision in decisions:
+        summary.messages += 1
+        if decision.verdict == Verdict.ESCALATE:
+            summary.escalated_left_out += 1
+            continue
+        by_body[decision.body].append(decision)
+    rows: list[dict] = []
+    for body, group in by_body.items():
+        labels = {_label(d) for d in group}
+        if len(labels) > 1:
+            summary.contradictory_left_out += len(group)
+            continue
+        label, claim_type = labels.pop()
+        summary.duplicates_merged += len(group) - 1
+        summary.by_label[claim_type] = summary.by_label.get(claim_type, 0) + 1
+        agreement = {d.agrees_with_model for d in group if d.agrees_with_model is not None}
+        rows.append(
+            {
+                "id": "rev-" + hashlib.sha256(body.encode("utf-8")).hexdigest()[:16],
+                "body": body,
+                "label": label,
+                "claim_type": claim_type,
+                "provenance": {
+                    "decision_ids": sorted(d.decision_id for d in group),
+                    "message_ids": sorted(d.message_id for d in group),
+                    "reviewer_count": len({d.reviewer_id for d in group}),
+                    "model_agreed": agreement.pop() if len(agreement) == 1 else None,
+                },
+            }
+        )
+    summary.rows = len(rows)
+    return rows, summary
+
+
+def training_data_export(*, since: datetime | None = None) -> tuple[list[dict], ExportSummary]:
+    return training_rows(final_decisions(since=since))
+
+
+def as_jsonl(rows: Iterable[dict]) -> Iterator[str]:
+    for row in rows:
+        yield json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n"

@@ -1,0 +1,211 @@
+"""Model governance for compliance admins (auditors read): versions, activation with a reason,
+rollback, shadow challengers, threshold variants, and comparisons."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from reviews.access import role_required
+from reviews.roles import Role
+from scoring.errors import ScoringError
+from scoring.models import ModelActivation, ModelComparison, ModelVersion
+from scoring.services.comparisons import model_comparison_request
+from scoring.services.model_versions import model_version_activate, model_version_with_threshold
+from scoring.services.shadow import model_version_set_shadow
+
+READ = (Role.COMPLIANCE_ADMIN, Role.AUDITOR)
+WRITE = (Role.COMPLIANCE_ADMIN,)
+
+
+class ActivateForm(forms.Form):
+    version = forms.ModelChoiceField(ModelVersion.objects.all(), to_field_name="name")
+    reason = forms.CharField(
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Required: recorded with the activation.",
+    )
+
+
+class CompareForm(forms.Form):
+    baseline = forms.ModelChoiceField(ModelVersion.objects.all(), to_field_name="name", label="Reference (A)")
+    candidate = forms.ModelChoiceField(
+        ModelVersion.objects.all(), to_field_name="name", label="Challenger (B)"
+    )
+
+
+class ThresholdForm(forms.Form):
+    version = forms.ModelChoiceField(ModelVersion.objects.all(), to_field_name="name")
+    threshold = forms.FloatField(min_value=0.0, max_value=1.0)
+    reason = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+def _versions():
+    return ModelVersion.objects.select_related("parent").order_by("-created_at", "-id")
+
+
+@role_required(*READ, write_roles=WRITE)
+@require_GET
+def models_page(request: HttpRequest) -> HttpResponse:
+    return render(
+        request,
+        "reviews/models.html",
+        {
+            "versions": _versions(),
+            "activations": ModelActivation.objects.select_related(
+                "model_version", "previous", "activated_by"
+            )[:50],
+            "comparisons": ModelComparison.objects.select_related("baseline", "candidate", "requested_by")[
+                :20
+            ],
+            "activate_form": ActivateForm(),
+            "compare_form": CompareForm(),
+            "threshold_form": ThresholdForm(),
+        },
+    )
+
+
+def _invalid(request: HttpRequest, form: forms.Form) -> HttpResponse:
+    for field, errors in form.errors.items():
+        messages.error(request, f"{field}: {' '.join(errors)}")
+    return redirect("reviews:models")
+
+
+@role_required(*WRITE)
+@require_POST
+def models_activate(request: HttpRequest) -> HttpResponse:
+    form = ActivateForm(request.POST)
+    if not form.is_valid():
+        return _invalid(request, form)
+    try:
+        activation = model_version_activate(
+            version=form.cleaned_data["version"], user=request.user, reason=form.cleaned_data["reason"]
+        )
+    except ScoringError as exc:
+        messages.error(request, str(exc))
+    else:
+        previous = activation.previous.name if activation.previous else "none"
+        messages.success(request, f"{activation.model_version.name} is now active (previously {previous}).")
+    return redirect("reviews:models")
+
+
+@role_required(*WRITE)
+@require_POST
+def models_shadow(request: HttpRequest, pk: int) -> HttpResponse:
+    version = get_object_or_404(ModelVersion, pk=pk)
+    enabled = request.POST.get("enabled") == "1"
+    try:
+        model_version_set_shadow(version=version, enabled=enabled)
+    except ScoringError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request, f"{version.name} {'now scores new traffic in shadow' if enabled else 'left shadow'}."
+        )
+    return redirect("reviews:models")
+
+
+@role_required(*WRITE)
+@require_POST
+def models_threshold(request: HttpRequest) -> HttpResponse:
+    form = ThresholdForm(request.POST)
+    if not form.is_valid():
+        return _invalid(request, form)
+    try:
+        variant = model_version_with_threshold(
+            version=form.cleaned_data["version"],
+            threshold=form.cleaned_data["threshold"],
+            reason=form.cleaned_data["reason"],
+        )
+    except ScoringError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"New version {variant.name} shares the artifact; activate it to use it.")
+    return redirect("reviews:models")
+
+
+@role_required(*WRITE)
+@require_POST
+def models_compare(request: HttpRequest) -> HttpResponse:
+    form = CompareForm(request.POST)
+    if not form.is_valid():
+        return _invalid(request, form)
+    try:
+        comparison = model_comparison_request(
+            baseline=form.cleaned_data["baseline"],
+            candidate=form.cleaned_data["candidate"],
+            user=request.user,
+        )
+    except ScoringError as exc:
+        messages.error(request, str(exc))
+        return redirect("reviews:models")
+    return redirect("reviews:comparison", pk=comparison.pk)
+
+
+SET_TITLES = {
+    "test_in_distribution": "Corpus test split (in distribution)",
+    "novel_phrasing": "Novel phrasings (test-only templates)",
+    "drift_phrasings": "Drift phrasings (never in the corpus)",
+    "reviewed_traffic": "Reviewed traffic (reviewers are the reference)",
+}
+
+
+def comparison_tables(results: dict) -> list[dict]:
+    """Shape the stored results for the template (which cannot index by a variable key)."""
+    if not results:
+        return []
+    names = [results["baseline"]["name"], results["candidate"]["name"]]
+    tables = []
+    for label, by_version in results["sets"].items():
+        rows = []
+        for role, name in zip(("reference", "challenger"), names, strict=True):
+            summary = by_version[name]
+            overall = summary.get("overall", {})
+            rows.append(
+                {
+                    "role": role,
+                    "name": name,
+                    "n": overall.get("n", 0),
+                    "precision": overall.get("precision"),
+                    "recall": overall.get("recall"),
+                    "per_type": [
+                        {"code": code, "recall": stats["recall"], "precision": stats["precision"]}
+                        for code, stats in summary.get("per_claim_type", {}).items()
+                    ],
+                }
+            )
+        disagreements = [
+            {
+                **item,
+                "reference": item[names[0]],
+                "challenger": item[names[1]],
+                "right_role": "challenger" if item["right"] == names[1] else "reference",
+            }
+            for item in results["disagreements"].get(label, [])
+        ]
+        tables.append(
+            {
+                "label": label,
+                "title": SET_TITLES.get(label, label),
+                "rows": rows,
+                "disagreement_count": results["disagreement_counts"].get(label, 0),
+                "disagreements": disagreements,
+            }
+        )
+    return tables
+
+
+@role_required(*READ, write_roles=WRITE)
+@require_GET
+def comparison_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    comparison = get_object_or_404(ModelComparison.objects.select_related("baseline", "candidate"), pk=pk)
+    template = "reviews/_comparison_body.html" if request.htmx else "reviews/comparison.html"
+    context = {
+        "comparison": comparison,
+        "tables": comparison_tables(comparison.results),
+        "results": comparison.results,
+    }
+    return render(request, template, context)

@@ -1,0 +1,133 @@
+"""Shadow scoring: a challenger version scores the same traffic as the active one, routes nothing.
+
+A version in shadow gets a Prediction (is_shadow=True, flagged against its own threshold) for
+every message ingested after `shadow_since`. Shadow tasks are published only after the active
+model's routing has committed, so they can never delay review; the sweeper fills in what a
+broker outage left out. Comparisons read these rows (scoring.comparison)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from scoring.constants import MessageStatus
+from scoring.errors import ModelVersionError
+from scoring.models import ClaimType, Message, ModelVersion, Prediction
+
+logger = logging.getLogger(__name__)
+
+
+def model_version_set_shadow(*, version: ModelVersion, enabled: bool) -> ModelVersion:
+    """Put a trained, inactive version in shadow (or take it out). The active version cannot be
+    a shadow of itself; the artifact must be loadable (checked when the first task runs)."""
+    with transaction.atomic():
+        target = ModelVersion.objects.select_for_update().get(pk=version.pk)
+        if enabled and target.is_active:
+            raise ModelVersionError(
+                f"{target.name} is the active version; only an inactive one can shadow it."
+            )
+        if enabled and not target.is_shadow:
+            target.is_shadow, target.shadow_since = True, timezone.now()
+        elif not enabled:
+            target.is_shadow = False
+        target.save(update_fields=["is_shadow", "shadow_since"])
+    return target
+
+
+def shadow_versions() -> list[ModelVersion]:
+    return list(ModelVersion.objects.filter(is_shadow=True, is_active=False))
+
+
+def messages_enqueue_shadow(
+    *, message_ids: Sequence[int], versions: Sequence[ModelVersion] | None = None
+) -> int:
+    """Publish shadow-scoring tasks for the shadow versions (default: all; none: nothing)."""
+    from scoring.services.pipeline import _chunks
+    from scoring.tasks import shadow_score_batch
+
+    published = 0
+    for version in shadow_versions() if versions is None else versions:
+        for chunk in _chunks(list(message_ids), settings.SCORING_BATCH_SIZE):
+            try:
+                shadow_score_batch.apply_async(
+                    args=[chunk, version.pk], queue=settings.SCORING_QUEUE, retry=False
+                )
+            except Exception as exc:
+                logger.warning(
+                    "broker unavailable, shadow scoring of %d messages deferred: %s", len(chunk), exc
+                )
+                return published
+            published += len(chunk)
+    return published
+
+
+def messages_shadow_score(*, message_ids: Sequence[int], version_id: int, scorer_factory=None) -> int:
+    """Score the messages with the shadow version and store shadow predictions. Idempotent
+    (unique per message and version); a version no longer in shadow scores nothing. Messages
+    the challenger refuses are skipped (they are the active model's to fail). Returns the
+    number of predictions written."""
+    version = ModelVersion.objects.filter(pk=version_id, is_shadow=True, is_active=False).first()
+    if version is None:
+        return 0
+    have = set(
+        Prediction.objects.filter(model_version=version, message_id__in=list(message_ids)).values_list(
+            "message_id", flat=True
+        )
+    )
+    messages = list(
+        Message.objects.filter(id__in=[i for i in message_ids if i not in have]).only("id", "body")
+    )
+    if not messages:
+        return 0
+    if scorer_factory is None:
+        from scoring.classifier.loading import get_scorer as scorer_factory
+    scorer = scorer_factory(version)
+    ok = [m for m in messages if scorer.refusal_reason(m.body) is None]
+    if not ok:
+        return 0
+    started = time.perf_counter()
+    results = scorer.score([m.body for m in ok])
+    per_message_ms = (time.perf_counter() - started) * 1000.0 / len(ok)
+    claim_types = {ct.code: ct for ct in ClaimType.objects.all()}
+    rows = [
+        Prediction(
+            message=message,
+            model_version=version,
+            score=float(result.score),
+            claim_type=claim_types.get(result.claim_type),
+            probabilities={k: float(v) for k, v in result.probabilities.items()},
+            window_scores=[{"start": w.start, "end": w.end, "score": float(w.score)} for w in result.windows],
+            threshold=version.threshold,
+            flagged=float(result.score) >= version.threshold,
+            is_shadow=True,
+            latency_ms=per_message_ms,
+        )
+        for message, result in zip(ok, results, strict=True)
+    ]
+    created = Prediction.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(created)
+
+
+def shadow_sweep(*, now=None, limit: int = 5_000) -> int:
+    """Publish shadow scoring for scored messages since `shadow_since` that still lack the
+    shadow version's prediction (a publish that failed during a broker outage)."""
+    now = now or timezone.now()
+    settled = now - timedelta(seconds=settings.STUCK_AFTER_SECONDS)
+    published = 0
+    for version in shadow_versions():
+        missing = list(
+            Message.objects.filter(created_at__gte=version.shadow_since, created_at__lt=settled)
+            .exclude(status__in=[MessageStatus.RECEIVED, MessageStatus.QUEUED, MessageStatus.FAILED])
+            .exclude(predictions__model_version=version)
+            .order_by("id")
+            .values_list("id", flat=True)[:limit]
+        )
+        if missing:
+            published += messages_enqueue_shadow(message_ids=missing, versions=[version])
+    return published

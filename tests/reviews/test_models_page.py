@@ -1,0 +1,95 @@
+"""Model governance pages: activation with a reason, rollback, shadow, threshold variants,
+comparisons; admins act, auditors read, reviewers are refused."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+
+from scoring.models import ModelActivation, ModelComparison, ModelVersion
+from tests.factories import ModelVersionFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def two_versions(tmp_path):
+    with mock.patch("scoring.services.model_versions.verify_artifact"):
+        old = ModelVersionFactory(name="v-old")
+        new = ModelVersionFactory(name="v-new", threshold=0.7)
+        yield old, new
+
+
+def test_admins_see_versions_and_history_auditors_read_reviewers_are_refused(
+    client, admin_user, auditor, reviewer
+):
+    ModelVersionFactory(name="v-listed")
+
+    client.force_login(reviewer)
+    assert client.get("/review/models/").status_code == 403
+    client.force_login(auditor)
+    page = client.get("/review/models/")
+    assert (
+        page.status_code == 200
+        and b"v-listed" in page.content
+        and b"Activate (or roll back)" not in page.content
+    )
+    assert client.post("/review/models/activate", {"version": "v-listed", "reason": "x"}).status_code == 403
+    client.force_login(admin_user)
+    assert b"Activate (or roll back)" in client.get("/review/models/").content
+
+
+def test_activation_needs_a_reason_and_records_who_why_and_the_previous_version(
+    client, admin_user, two_versions
+):
+    old, new = two_versions
+    client.force_login(admin_user)
+
+    client.post("/review/models/activate", {"version": old.name, "reason": "first"})
+    refused = client.post("/review/models/activate", {"version": new.name, "reason": ""}, follow=True)
+    client.post("/review/models/activate", {"version": new.name, "reason": "better on new phrasings"})
+    client.post("/review/models/activate", {"version": old.name, "reason": "rollback: precision fell"})
+
+    assert b"reason" in refused.content
+    history = list(
+        ModelActivation.objects.order_by("activated_at").values_list(
+            "model_version__name", "previous__name", "reason"
+        )
+    )
+    assert history == [
+        ("v-old", None, "first"),
+        ("v-new", "v-old", "better on new phrasings"),
+        ("v-old", "v-new", "rollback: precision fell"),
+    ]
+    assert ModelActivation.objects.latest().activated_by == admin_user
+    assert ModelVersion.objects.get(is_active=True) == old
+
+
+def test_shadow_toggle_and_threshold_variant(client, admin_user, two_versions):
+    old, new = two_versions
+    client.force_login(admin_user)
+
+    client.post(f"/review/models/{new.pk}/shadow", {"enabled": "1"})
+    new.refresh_from_db()
+    assert new.is_shadow and new.shadow_since is not None
+    client.post("/review/models/threshold", {"version": old.name, "threshold": "0.8", "reason": "stricter"})
+
+    variant = ModelVersion.objects.get(parent=old)
+    assert variant.threshold == 0.8 and variant.artifact_sha256 == old.artifact_sha256
+    old.refresh_from_db()
+    assert old.threshold == 0.5, "the original threshold is never edited"
+
+
+def test_a_comparison_request_is_stored_pending_and_its_page_polls(client, admin_user, two_versions):
+    old, new = two_versions
+    client.force_login(admin_user)
+
+    response = client.post("/review/models/compare", {"baseline": old.name, "candidate": new.name})
+
+    comparison = ModelComparison.objects.get()
+    assert (
+        response.status_code == 302 and response["Location"] == f"/review/models/comparisons/{comparison.pk}/"
+    )
+    page = client.get(response["Location"])
+    assert comparison.status == "pending" and b'hx-trigger="every 2s"' in page.content
