@@ -1,7 +1,7 @@
 """JSON endpoints of the monitoring page (/api/metrics/...): compliance admins only, GET only.
 
 Each view validates its query (period=day|week, model_version=<id>), resolves the model version
-(default: the active one), brings the daily roll-up up to date when it reads it, and returns
+(default: the active one), brings the daily roll-ups up to date (monitoring.services), and returns
 what one selector computes, plus the activation markers every chart draws."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class MetricsView(APIView):
 
     permission_classes = [HasRole.of(Role.COMPLIANCE_ADMIN)]
     http_method_names = ["get", "head", "options"]
-    uses_rollup: ClassVar[bool] = False
+    uses_rollup: ClassVar[bool] = True
     default_to_active: ClassVar[bool] = True
 
     def compute(self, *, version: ModelVersion | None, period: str) -> dict[str, Any]:
@@ -77,7 +77,6 @@ class AlertsView(MetricsView):
 class QualityView(MetricsView):
     """Precision from reviewed flags and recall estimated from the QA sample, per claim type."""
 
-    uses_rollup = True
 
     def compute(self, *, version, period):
         return selectors.quality(version=version)
@@ -91,35 +90,34 @@ class ConfusionView(MetricsView):
 
 
 class LengthDriftView(MetricsView):
-    uses_rollup = True
 
     def compute(self, *, version, period):
         return selectors.length_drift(version=version, period=period)
 
 
 class ScoreDriftView(MetricsView):
-    uses_rollup = True
 
     def compute(self, *, version, period):
         return selectors.score_drift(version=version, period=period)
 
 
 class RulesDriftView(MetricsView):
-    uses_rollup = True
 
     def compute(self, *, version, period):
         return selectors.rules_vs_model(version=version, period=period)
 
 
 class ExplanationHealthView(MetricsView):
-    uses_rollup = True
 
     def compute(self, *, version, period):
         return selectors.explanation_health(version=version, period=period)
 
 
 class QueueHealthView(MetricsView):
+    """Live counts of what waits, and decisions per reviewer per day (no roll-up involved)."""
+
     default_to_active = False
+    uses_rollup = False
 
     def compute(self, *, version, period):
         return selectors.queue_health()

@@ -1,9 +1,10 @@
-"""Monitoring data: the training-corpus length reference, and the daily roll-up of scored
-messages that keeps the drift charts fast at millions of messages.
+"""Monitoring data: the training-corpus length reference, and the daily roll-ups of scored
+messages and of review decisions that keep the charts fast at millions of rows.
 
-Review decisions are never rolled up: disagreement, precision and recall are read from the
-decision table itself (it is 5-10 times smaller than the message table and indexed), so a late
-decision or a correction counts the moment it is recorded."""
+Both roll-ups are derived data, maintained by monitoring.services.rollup_refresh and never
+edited by hand: messages are recomputed per changed day; decisions, which are append-only and
+numbered in commit order, are folded in incrementally (a correction moves its message's count
+from the superseded decision's day to its own)."""
 
 from __future__ import annotations
 
@@ -77,11 +78,39 @@ class MessageDayRollup(models.Model):
         return f"{self.day} v{self.model_version_id} {self.route_reason}: {self.messages}"
 
 
+class DecisionDayRollup(models.Model):
+    """Counted review decisions (monitoring.selectors.decisions.effective_decisions) of one UTC
+    day, by when the decision was recorded, grouped by everything the disagreement, precision,
+    recall and confusion figures need: the model version and its flag and claim type, the QA
+    sample flag, the verdict and the reviewer's claim type."""
+
+    day = models.DateField()
+    model_version = models.ForeignKey(ModelVersion, on_delete=models.CASCADE, related_name="+")
+    model_flagged = models.BooleanField()
+    is_qa_sample = models.BooleanField()
+    verdict = models.CharField(max_length=16)
+    claim_type = models.ForeignKey(
+        ClaimType, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    model_claim_type = models.ForeignKey(
+        ClaimType, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    decisions = models.IntegerField(default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["model_version", "day"], name="decision_rollup_version_day")]
+
+    def __str__(self) -> str:
+        return f"{self.day} v{self.model_version_id} {self.verdict}: {self.decisions}"
+
+
 class RollupState(models.Model):
     """The one row that serialises roll-up refreshes and remembers how far they got: every
-    message changed at or after `watermark` may not be in the roll-up yet."""
+    message changed at or after `watermark` may not be in the message roll-up yet; decisions up
+    to `decision_sequence` are in the decision roll-up."""
 
     watermark = models.DateTimeField(null=True, blank=True)
+    decision_sequence = models.PositiveBigIntegerField(default=0)
     refreshed_at = models.DateTimeField(null=True, blank=True)
     days_recomputed = models.PositiveIntegerField(default=0)
 

@@ -31,8 +31,9 @@ from django.utils import timezone
 from explanations.models import Explanation, ExplanationStatus
 from monitoring import stats
 from monitoring.constants import FLAGGED_ROUTES, WATERMARK_SKEW
-from monitoring.models import LengthReference, MessageDayRollup, RollupState
+from monitoring.models import DecisionDayRollup, LengthReference, MessageDayRollup, RollupState
 from monitoring.timeline import day_start
+from reviews.models import ReviewDecision, Verdict
 from scoring.models import Message, ModelVersion, RuleMatch
 
 logger = logging.getLogger(__name__)
@@ -113,6 +114,7 @@ class RefreshResult:
     days: int
     rows: int
     full: bool
+    decisions: int = 0
 
 
 def _safe_watermark(now: datetime) -> datetime:
@@ -328,10 +330,103 @@ def _recompute_run(first: date, last: date) -> int:
     return len(rows)
 
 
+# --- The decision roll-up --------------------------------------------------------------------------
+
+_DECISION_FIELDS = (
+    "model_version_id",
+    "model_flagged",
+    "is_qa_sample",
+    "verdict",
+    "claim_type_id",
+    "model_claim_type_id",
+)
+COUNTED_VERDICTS = (Verdict.CLAIM, Verdict.NO_CLAIM)
+
+
+def _decision_key(row: dict) -> tuple | None:
+    """The roll-up key a decision counts under, or None when it does not count (an escalation,
+    or no model prediction to compare with)."""
+    if (
+        row["verdict"] not in COUNTED_VERDICTS
+        or row["model_flagged"] is None
+        or row["model_version_id"] is None
+    ):
+        return None
+    return (row["created_at"].astimezone(UTC).date(), *(row[name] for name in _DECISION_FIELDS))
+
+
+def _refresh_decisions(after_sequence: int) -> tuple[int, int]:
+    """Fold decisions numbered after `after_sequence` into the decision roll-up. Decisions are
+    append-only and numbered in commit order (the chain lock), so nothing below the watermark
+    can still appear. A decision counts on its day; one that supersedes another takes the
+    other's count away from the other's day. Returns (decisions folded, last sequence)."""
+    fields = ("sequence", "created_at", "supersedes_id", *_DECISION_FIELDS)
+    new = list(
+        ReviewDecision.objects.filter(sequence__gt=after_sequence).order_by("sequence").values(*fields)
+    )
+    if not new:
+        return 0, after_sequence
+    superseded_ids = [row["supersedes_id"] for row in new if row["supersedes_id"] is not None]
+    superseded = {
+        row["id"]: row
+        for row in ReviewDecision.objects.filter(pk__in=superseded_ids).values(
+            "id", "created_at", *_DECISION_FIELDS
+        )
+    }
+    deltas: dict[tuple, int] = defaultdict(int)
+    for row in new:
+        key = _decision_key(row)
+        if key is not None:
+            deltas[key] += 1
+        if row["supersedes_id"] is not None:
+            old_key = _decision_key(superseded[row["supersedes_id"]])
+            if old_key is not None:
+                deltas[old_key] -= 1
+    days = {key[0] for key in deltas}
+    existing = {
+        (
+            r.day,
+            r.model_version_id,
+            r.model_flagged,
+            r.is_qa_sample,
+            r.verdict,
+            r.claim_type_id,
+            r.model_claim_type_id,
+        ): r
+        for r in DecisionDayRollup.objects.filter(day__in=days)
+    }
+    changed, created, emptied = [], [], []
+    for key, delta in deltas.items():
+        if delta == 0:
+            continue
+        row = existing.get(key)
+        if row is None:
+            created.append(
+                DecisionDayRollup(
+                    day=key[0],
+                    model_version_id=key[1],
+                    model_flagged=key[2],
+                    is_qa_sample=key[3],
+                    verdict=key[4],
+                    claim_type_id=key[5],
+                    model_claim_type_id=key[6],
+                    decisions=delta,
+                )
+            )
+            continue
+        row.decisions += delta
+        (emptied if row.decisions == 0 else changed).append(row)
+    DecisionDayRollup.objects.bulk_create(created, batch_size=1000)
+    DecisionDayRollup.objects.bulk_update(changed, ["decisions"], batch_size=1000)
+    DecisionDayRollup.objects.filter(pk__in=[row.pk for row in emptied]).delete()
+    return len(new), new[-1]["sequence"]
+
+
 def rollup_refresh(*, full: bool = False, now: datetime | None = None) -> RefreshResult:
-    """Bring the daily roll-up up to date: recompute every day that has a message changed since
-    the last refresh (all days the first time, or with `full`). Refreshes are serialised by a
-    row lock, so concurrent readers wait for one refresh instead of repeating it."""
+    """Bring both roll-ups up to date: recompute every day that has a message changed since the
+    last refresh (all days the first time, or with `full`), and fold in the decisions recorded
+    since (all of them with `full`). Refreshes are serialised by a row lock, so concurrent
+    readers wait for one refresh instead of repeating it."""
     now = now or timezone.now()
     RollupState.objects.get_or_create(pk=1)
     with transaction.atomic():
@@ -341,14 +436,22 @@ def rollup_refresh(*, full: bool = False, now: datetime | None = None) -> Refres
         days = _all_days() if full else _changed_days(state.watermark)
         if full:
             MessageDayRollup.objects.all().delete()
+            DecisionDayRollup.objects.all().delete()
+            state.decision_sequence = 0
         rows = sum(_recompute_run(first, last) for first, last in _runs(days))
+        decisions, state.decision_sequence = _refresh_decisions(state.decision_sequence)
         state.watermark = watermark
         state.refreshed_at = now
         state.days_recomputed = len(days)
         state.save()
-    if days:
-        logger.info("monitoring roll-up: %d day(s) recomputed, %d row(s)", len(days), rows)
-    return RefreshResult(days=len(days), rows=rows, full=full)
+    if days or decisions:
+        logger.info(
+            "monitoring roll-up: %d day(s) recomputed, %d row(s); %d decision(s) folded in",
+            len(days),
+            rows,
+            decisions,
+        )
+    return RefreshResult(days=len(days), rows=rows, full=full, decisions=decisions)
 
 
 def rollup_days_by_version() -> dict[int, list[date]]:

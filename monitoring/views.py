@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 from monitoring import selectors
 from monitoring.api_urls import ENDPOINTS
 from monitoring.forms import MonitoringFilterForm
+from monitoring.services import rollup_refresh
 from monitoring.stats import ALERT_RULE, PSI_MAJOR, PSI_MODERATE, RECALL_ESTIMATOR
 from monitoring.timeline import DAY
 from reviews.access import role_required
@@ -28,6 +29,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     period = form.cleaned_data["period"] if request.GET and valid else DAY
     chosen = form.cleaned_data.get("model_version") if request.GET and valid else None
     version = chosen or selectors.version_resolve(None)
+    if valid:
+        rollup_refresh()
     alerts = selectors.alerts(period=period) if valid else []
     context = {
         "form": form,

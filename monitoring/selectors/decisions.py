@@ -13,21 +13,24 @@ judged a claim has no type and counts only in the "all" series.
 
 Disagreement = the reviewer's verdict (claim or not) differs from the model's flag. A claim type
 mismatch (both say claim, different types) is counted on its own and is not a disagreement.
+
+The figures are read from the decision roll-up (monitoring.models.DecisionDayRollup), which
+holds exactly the effective decisions per day; `effective_decisions` is the same definition on
+the decision table itself (the roll-up is tested against it).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import asdict, dataclass, fields
-from datetime import UTC, date
+from datetime import date
 
 from django.conf import settings
-from django.db.models import BigIntegerField, Case, Count, F, Q, QuerySet, Sum, Value, When
-from django.db.models.functions import TruncDate
+from django.db.models import QuerySet, Sum
 
 from monitoring import stats
 from monitoring.constants import ALL, BELOW_THRESHOLD_ROUTES, FLAGGED_ROUTES, NO_CLAIM, RULE_ONLY_ROUTES
-from monitoring.models import MessageDayRollup
+from monitoring.models import DecisionDayRollup, MessageDayRollup
 from monitoring.selectors.common import activation_times, claim_types, period_bounds, version_dict
 from monitoring.timeline import build_series
 from reviews.models import ReviewDecision, Verdict
@@ -57,44 +60,54 @@ class DisagreementCounts:
         return DisagreementCounts(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
 
 
-_COUNT_FIELDS = [f.name for f in fields(DisagreementCounts)]
+def decision_rows(version_ids: list[int] | None = None) -> list[dict]:
+    """The decision roll-up's rows (one version's, or all): day, model version, model flag, QA
+    sample flag, verdict, both claim types and the number of decisions."""
+    rows = DecisionDayRollup.objects.filter(decisions__gt=0)
+    if version_ids is not None:
+        rows = rows.filter(model_version_id__in=version_ids)
+    return list(
+        rows.values(
+            "day",
+            "model_version_id",
+            "model_flagged",
+            "is_qa_sample",
+            "verdict",
+            "claim_type_id",
+            "model_claim_type_id",
+            "decisions",
+        )
+    )
 
 
-def _attributed_type():
-    return Case(
-        When(model_flagged=True, then=F("model_claim_type_id")),
-        When(verdict=Verdict.CLAIM, then=F("claim_type_id")),
-        default=Value(None),
-        output_field=BigIntegerField(),
+def _counts_of(row: dict) -> tuple[int | None, DisagreementCounts]:
+    """(attributed claim type id, counts) of one roll-up row (see the module docstring)."""
+    c = row["decisions"]
+    flagged, claim = row["model_flagged"], row["verdict"] == Verdict.CLAIM
+    attributed = row["model_claim_type_id"] if flagged else (row["claim_type_id"] if claim else None)
+    mismatch = flagged and claim and row["model_claim_type_id"] is not None
+    mismatch = mismatch and row["claim_type_id"] != row["model_claim_type_id"]
+    return attributed, DisagreementCounts(
+        n=c,
+        disagreements=c if flagged != claim else 0,
+        false_positives=c if flagged and not claim else 0,
+        false_negatives=c if claim and not flagged else 0,
+        both_claim=c if flagged and claim else 0,
+        type_mismatches=c if mismatch else 0,
+        qa_sample=c if row["is_qa_sample"] else 0,
     )
 
 
 def daily_disagreement(
     version_ids: list[int] | None = None,
 ) -> dict[int, dict[str, dict[date, DisagreementCounts]]]:
-    """{version id: {claim type code or "all": {day: counts}}} in one aggregate query."""
-    queryset = effective_decisions()
-    if version_ids is not None:
-        queryset = queryset.filter(model_version_id__in=version_ids)
-    rows = (
-        queryset.annotate(day=TruncDate("created_at", tzinfo=UTC), ctype=_attributed_type())
-        .values("model_version_id", "day", "ctype")
-        .annotate(
-            n=Count("id"),
-            disagreements=Count("id", filter=Q(agrees_with_model=False)),
-            false_positives=Count("id", filter=Q(model_flagged=True, verdict=Verdict.NO_CLAIM)),
-            false_negatives=Count("id", filter=Q(model_flagged=False, verdict=Verdict.CLAIM)),
-            both_claim=Count("id", filter=Q(model_flagged=True, verdict=Verdict.CLAIM)),
-            type_mismatches=Count("id", filter=Q(claim_type_matches=False)),
-            qa_sample=Count("id", filter=Q(is_qa_sample=True)),
-        )
-    )
+    """{version id: {claim type code or "all": {day: counts}}}."""
     codes = {ct.pk: ct.code for ct in claim_types()}
     result: dict[int, dict[str, dict[date, DisagreementCounts]]] = defaultdict(lambda: defaultdict(dict))
-    for row in rows:
-        counts = DisagreementCounts(*(row[name] for name in _COUNT_FIELDS))
+    for row in decision_rows(version_ids):
+        attributed, counts = _counts_of(row)
         by_key = result[row["model_version_id"]]
-        keys = [ALL] if row["ctype"] is None else [codes.get(row["ctype"], str(row["ctype"])), ALL]
+        keys = [ALL] if attributed is None else [codes.get(attributed, str(attributed)), ALL]
         for key in keys:
             by_key[key][row["day"]] = by_key[key].get(row["day"], DisagreementCounts()) + counts
     return result
@@ -238,12 +251,12 @@ def alerts(*, period: str, version: ModelVersion | None = None) -> list[dict]:
 
 
 def _decision_table(version: ModelVersion) -> list[dict]:
-    return list(
-        effective_decisions()
-        .filter(model_version=version)
-        .values("model_flagged", "is_qa_sample", "verdict", "claim_type_id", "model_claim_type_id")
-        .annotate(n=Count("id"))
-    )
+    """The version's counted decisions by flag, QA flag, verdict and both claim types (all days)."""
+    table: dict[tuple, int] = defaultdict(int)
+    fields = ("model_flagged", "is_qa_sample", "verdict", "claim_type_id", "model_claim_type_id")
+    for row in decision_rows([version.pk]):
+        table[tuple(row[f] for f in fields)] += row["decisions"]
+    return [{**dict(zip(fields, key, strict=True)), "n": n} for key, n in table.items()]
 
 
 def _stratum_of(row: dict) -> str:

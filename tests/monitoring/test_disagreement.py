@@ -7,11 +7,22 @@ from datetime import timedelta
 import pytest
 
 from monitoring import selectors, stats
+from monitoring.services import rollup_refresh
 from reviews.roles import Role
 from tests.factories import ReviewDecisionFactory, UserFactory, claim_type
 from tests.monitoring.conftest import day_at, decide, routed
 
 pytestmark = pytest.mark.django_db
+
+
+def disagreement(version, period: str) -> dict:
+    rollup_refresh()
+    return selectors.disagreement(version=version, period=period)
+
+
+def alerts(**kwargs) -> list[dict]:
+    rollup_refresh()
+    return selectors.alerts(**kwargs)
 
 
 def series_of(result: dict, key: str) -> dict:
@@ -33,7 +44,7 @@ def test_flags_count_under_the_models_type_and_misses_under_the_reviewers(versio
     decide(qa_true_negative, verdict="no_claim", at=at + timedelta(hours=5))
 
     # when
-    result = selectors.disagreement(version=version, period="day")
+    result = disagreement(version, "day")
 
     # then
     gr = series_of(result, "guaranteed_returns")["points"]
@@ -77,9 +88,7 @@ def test_only_the_latest_decided_record_of_a_message_counts(version, base_day, a
     still_escalated = routed(version, received_at=at, score=0.9)
     decide(still_escalated, verdict="escalate", at=at + timedelta(hours=4), reviewer=reviewer)
 
-    point = series_of(selectors.disagreement(version=version, period="day"), "guaranteed_returns")["points"][
-        0
-    ]
+    point = series_of(disagreement(version, "day"), "guaranteed_returns")["points"][0]
 
     # the correction (a false positive) and the second-level claim; not the superseded claim
     # nor the escalation still waiting
@@ -97,7 +106,7 @@ def test_weeks_run_monday_to_sunday_and_sum_their_days(version, base_day):
             at=day_at(day, 10),
         )
 
-    points = series_of(selectors.disagreement(version=version, period="week"), "guaranteed_returns")["points"]
+    points = series_of(disagreement(version, "week"), "guaranteed_returns")["points"]
 
     assert [(p["start"], p["end"], p["n"], p["disagreements"]) for p in points] == [
         (monday.isoformat(), next_monday.isoformat(), 2, 1),
@@ -129,7 +138,7 @@ def rise_and_noise(version, base_day, settings):
 def test_an_alert_fires_on_a_constructed_rise_and_not_on_noise(version, rise_and_noise):
     base_day = rise_and_noise
 
-    result = selectors.disagreement(version=version, period="day")
+    result = disagreement(version, "day")
 
     points = {p["start"]: p for p in series_of(result, "risk_free")["points"]}
     assert points[base_day.isoformat()]["is_reference"]
@@ -148,9 +157,9 @@ def test_an_alert_fires_on_a_constructed_rise_and_not_on_noise(version, rise_and
 
 
 def test_the_alerts_list_covers_every_version(version, rise_and_noise):
-    listed = selectors.alerts(period="day")
+    listed = alerts(period="day")
     assert {(a["model_version"]["id"], a["claim_type"]) for a in listed} >= {(version.pk, "risk_free")}
-    assert selectors.alerts(period="day", version=version) == [
+    assert alerts(period="day", version=version) == [
         a for a in listed if a["model_version"]["id"] == version.pk
     ]
 
@@ -170,7 +179,7 @@ def test_an_activation_restarts_the_reference(version, base_day, settings):
     activate(base_day + timedelta(days=3), "rolled back to this version")
     _day_of_flags(version, base_day + timedelta(days=3), total=10, disagreeing=6)
 
-    series = series_of(selectors.disagreement(version=version, period="day"), "risk_free")
+    series = series_of(disagreement(version, "day"), "risk_free")
 
     by_day = {p["start"]: p for p in series["points"]}
     assert by_day[(base_day + timedelta(days=2)).isoformat()]["alert"] is False  # reference 0 of 10 < 20

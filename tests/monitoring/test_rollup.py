@@ -90,3 +90,90 @@ def test_a_message_waiting_for_scoring_is_not_rolled_up_until_it_is_scored(versi
     routed(version, received_at=day_at(base_day, 9), score=0.9)
     rollup_refresh()
     assert totals(version) == {(base_day, "model_flag"): 1}
+
+
+# --- The decision roll-up ----------------------------------------------------------------------------
+
+
+def live_counts() -> dict:
+    """The effective decisions counted straight from the decision table."""
+    from collections import Counter
+    from datetime import UTC
+
+    from monitoring.selectors import effective_decisions
+
+    counts = Counter()
+    for row in effective_decisions().values(
+        "created_at",
+        "model_version_id",
+        "model_flagged",
+        "is_qa_sample",
+        "verdict",
+        "claim_type_id",
+        "model_claim_type_id",
+    ):
+        day = row.pop("created_at").astimezone(UTC).date()
+        counts[(day, *row.values())] += 1
+    return dict(counts)
+
+
+def rolled_up_counts() -> dict:
+    from monitoring.models import DecisionDayRollup
+
+    return {
+        (
+            r.day,
+            r.model_version_id,
+            r.model_flagged,
+            r.is_qa_sample,
+            r.verdict,
+            r.claim_type_id,
+            r.model_claim_type_id,
+        ): r.decisions
+        for r in DecisionDayRollup.objects.all()
+        if r.decisions
+    }
+
+
+def test_the_decision_rollup_follows_corrections_and_escalations_incrementally(version, base_day, admin_user):
+    from tests.factories import ReviewDecisionFactory, claim_type
+    from tests.monitoring.conftest import decide
+
+    at = day_at(base_day, 9)
+    first = routed(version, received_at=at, score=0.9)
+    wrong = decide(first, verdict="claim", claim_code="guaranteed_returns", at=at)
+    escalated = routed(version, received_at=at, score=0.2, claim_code="risk_free")
+    decide(escalated, verdict="escalate", at=at + timedelta(hours=1))
+    qa = routed(version, received_at=at, score=0.1)
+    decide(qa, verdict="claim", claim_code="risk_free", at=at + timedelta(hours=2))
+    rollup_refresh()
+    assert rolled_up_counts() == live_counts()
+    assert sum(rolled_up_counts().values()) == 2  # the escalation does not count yet
+
+    # a correction three days later takes the first decision's count away from its day
+    first.refresh_from_db()
+    ReviewDecisionFactory(
+        message=first,
+        reviewer=admin_user,
+        verdict="no_claim",
+        claim_type=None,
+        supersedes=wrong,
+        supersede_reason="it was a delivery promise",
+        decided_at=day_at(base_day + timedelta(days=3), 9),
+    )
+    escalated.refresh_from_db()
+    ReviewDecisionFactory(
+        message=escalated,
+        reviewer=admin_user,
+        verdict="claim",
+        claim_type=claim_type("risk_free"),
+        decided_at=day_at(base_day + timedelta(days=3), 10),
+    )
+    result = rollup_refresh()
+
+    assert result.decisions == 2
+    assert rolled_up_counts() == live_counts()
+    assert {key[0] for key in rolled_up_counts()} == {base_day, base_day + timedelta(days=3)}
+    # and a rebuild from scratch gives the same rows
+    rollup_refresh(full=True)
+    assert rolled_up_counts() == live_counts()
