@@ -115,7 +115,7 @@ def rate_difference(x1: int, n1: int, x2: int, n2: int, *, z: float = Z95) -> Di
 # --- The alert rule ------------------------------------------------------------------------------
 
 MIN_PERIOD_COUNT = 5
-MIN_REFERENCE_COUNT = 20
+MIN_REFERENCE_COUNT = 10
 ALERT_RULE = (
     "An alert fires for a period when its disagreement rate is above the reference rate beyond "
     "both intervals: the lower end of Newcombe's 95 % interval for (period rate - reference rate), "

@@ -178,11 +178,15 @@ def test_an_activation_restarts_the_reference(version, base_day, settings):
     _day_of_flags(version, base_day + timedelta(days=2), total=10, disagreeing=6)
     activate(base_day + timedelta(days=3), "rolled back to this version")
     _day_of_flags(version, base_day + timedelta(days=3), total=10, disagreeing=6)
+    _day_of_flags(version, base_day + timedelta(days=4), total=10, disagreeing=6)
 
     series = series_of(disagreement(version, "day"), "risk_free")
 
     by_day = {p["start"]: p for p in series["points"]}
-    assert by_day[(base_day + timedelta(days=2)).isoformat()]["alert"] is False  # reference 0 of 10 < 20
+    # against the first activation's reference (0 of 10), 6 of 10 is an alert
+    assert by_day[(base_day + timedelta(days=2)).isoformat()]["alert"] is True
     after = by_day[(base_day + timedelta(days=3)).isoformat()]
     assert after["segment"] == 1 and after["is_reference"] is True
     assert [(r["segment"], r["n"]) for r in series["references"]] == [(0, 10), (1, 10)]
+    # the same 6 of 10 a day later is no alert: the reference restarted at the rollback
+    assert by_day[(base_day + timedelta(days=4)).isoformat()]["alert"] is False

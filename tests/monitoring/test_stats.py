@@ -86,7 +86,7 @@ def test_alert_does_not_fire_for_a_rise_within_the_intervals():
 def test_alert_needs_minimum_counts_in_the_period_and_the_reference():
     assert not stats.alert_check(4, 4, 0, 1000).fires  # 100 % of 4 is still too few
     assert "too few" in stats.alert_check(4, 4, 0, 1000).reason
-    small_reference = stats.alert_check(50, 50, 0, 10)
+    small_reference = stats.alert_check(50, 50, 0, 9)
     assert not small_reference.fires and "reference too small" in small_reference.reason
 
 
