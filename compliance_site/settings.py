@@ -351,8 +351,10 @@ TRAIN_MAX_MINUTES = env_float("TRAIN_MAX_MINUTES", 9.0, low=0.1)
 REVIEW_LOCK_MINUTES = env_int("REVIEW_LOCK_MINUTES", 10, minimum=1)
 
 # --- Monitoring -------------------------------------------------------------------------------------
-# The disagreement and score references: the first N days of data after each model activation.
+# The disagreement and score references: the first N days of data after each model activation,
+# extended until a claim type's reference holds MONITORING_REFERENCE_MIN_REVIEWED reviewed messages.
 MONITORING_REFERENCE_DAYS = env_int("MONITORING_REFERENCE_DAYS", 7, minimum=1)
+MONITORING_REFERENCE_MIN_REVIEWED = env_int("MONITORING_REFERENCE_MIN_REVIEWED", 30, minimum=0)
 
 LOGGING = {
     "version": 1,

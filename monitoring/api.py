@@ -77,7 +77,6 @@ class AlertsView(MetricsView):
 class QualityView(MetricsView):
     """Precision from reviewed flags and recall estimated from the QA sample, per claim type."""
 
-
     def compute(self, *, version, period):
         return selectors.quality(version=version)
 
@@ -90,25 +89,21 @@ class ConfusionView(MetricsView):
 
 
 class LengthDriftView(MetricsView):
-
     def compute(self, *, version, period):
         return selectors.length_drift(version=version, period=period)
 
 
 class ScoreDriftView(MetricsView):
-
     def compute(self, *, version, period):
         return selectors.score_drift(version=version, period=period)
 
 
 class RulesDriftView(MetricsView):
-
     def compute(self, *, version, period):
         return selectors.rules_vs_model(version=version, period=period)
 
 
 class ExplanationHealthView(MetricsView):
-
     def compute(self, *, version, period):
         return selectors.explanation_health(version=version, period=period)
 

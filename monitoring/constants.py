@@ -20,3 +20,6 @@ NO_CLAIM = "no_claim"
 QUEUE_DAYS = 30
 # Message statuses that wait on people or workers, in pipeline order.
 WAITING_STATUSES: tuple[str, ...] = ("received", "queued", "scored", "explained", "in_review", "escalated")
+
+# Score PSI: a reference histogram over 20 bins needs a few hundred messages to mean anything.
+SCORE_REFERENCE_MIN_MESSAGES = 200

@@ -8,14 +8,17 @@ Every time series of the monitoring page is built from per-day counts of one mod
   latest activation at or before its start; days before the version's first activation (history
   scored before it, e.g. replayed traffic) belong to the first segment.
 - Reference window: the first REFERENCE_DAYS days of a segment, counted from the segment's
-  first day with data. Reference counts are summed over those days. A period that contains a
-  reference day is a reference period: it is drawn, but never alerted on.
+  first day with data, extended day by day until it holds at least `min_count` (e.g. reviewed
+  messages) when the caller asks for one - a sparse series needs more days to know its normal
+  rate. A segment that never reaches it is all reference. Reference counts are summed over the
+  window's days. A period that contains a reference day is a reference period: it is drawn,
+  but never alerted on.
 - A period belongs to the segment of its first day with data.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Generic, TypeVar
@@ -67,16 +70,27 @@ class Window:
 
 
 def reference_windows(
-    days_with_data: Iterable[date], activations: Sequence[datetime], *, reference_days: int = REFERENCE_DAYS
+    daily: Mapping[date, C],
+    activations: Sequence[datetime],
+    *,
+    reference_days: int = REFERENCE_DAYS,
+    min_count: int = 0,
+    count: Callable[[C], int] | None = None,
 ) -> dict[int, Window]:
     """{segment: its reference window} for the segments that have data."""
-    firsts: dict[int, date] = {}
-    for day in sorted(days_with_data):
-        firsts.setdefault(segment_of(day, activations), day)
-    return {
-        segment: Window(segment, first, first + timedelta(days=reference_days))
-        for segment, first in firsts.items()
-    }
+    by_segment: dict[int, list[date]] = {}
+    for day in sorted(daily):
+        by_segment.setdefault(segment_of(day, activations), []).append(day)
+    windows = {}
+    for segment, days in by_segment.items():
+        first, total, end = days[0], 0, None
+        for day in days:
+            if day >= first + timedelta(days=reference_days) and total >= min_count:
+                end = day
+                break
+            total += count(daily[day]) if count is not None else 0
+        windows[segment] = Window(segment, first, end or days[-1] + timedelta(days=1))
+    return windows
 
 
 @dataclass
@@ -103,11 +117,15 @@ def build_series(
     add: Callable[[C, C], C],
     zero: Callable[[], C],
     reference_days: int = REFERENCE_DAYS,
+    min_count: int = 0,
+    count: Callable[[C], int] | None = None,
 ) -> Series[C]:
     """Group per-day counts into periods, assign segments and mark reference periods.
-    `add` sums two counts; `zero` makes an empty one."""
+    `add` sums two counts; `zero` makes an empty one; `count` sizes one for `min_count`."""
     activations = sorted(activations)
-    windows = reference_windows(daily, activations, reference_days=reference_days)
+    windows = reference_windows(
+        daily, activations, reference_days=reference_days, min_count=min_count, count=count
+    )
     references: dict[int, tuple[Window, C]] = {s: (w, zero()) for s, w in windows.items()}
     grouped: dict[date, tuple[int, C, bool]] = {}
     for day in sorted(daily):

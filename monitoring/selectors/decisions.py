@@ -133,6 +133,8 @@ def _series_for(
         add=lambda a, b: a + b,
         zero=DisagreementCounts,
         reference_days=settings.MONITORING_REFERENCE_DAYS,
+        min_count=settings.MONITORING_REFERENCE_MIN_REVIEWED,
+        count=lambda counts: counts.n,
     )
     references = {}
     for segment, (window, counts) in series.references.items():
@@ -215,6 +217,7 @@ def disagreement(*, version: ModelVersion | None, period: str) -> dict:
         "period": period,
         "model_version": version_dict(version),
         "reference_days": settings.MONITORING_REFERENCE_DAYS,
+        "reference_min_reviewed": settings.MONITORING_REFERENCE_MIN_REVIEWED,
         "alert_rule": stats.ALERT_RULE,
         "series": [],
         "alerts": [],

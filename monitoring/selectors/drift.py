@@ -13,7 +13,7 @@ from django.conf import settings
 from explanations.faithfulness import PASS_RULE
 from explanations.models import CanaryCheck
 from monitoring import stats
-from monitoring.constants import FLAGGED_ROUTES, RULE_ONLY_ROUTES
+from monitoring.constants import FLAGGED_ROUTES, RULE_ONLY_ROUTES, SCORE_REFERENCE_MIN_MESSAGES
 from monitoring.models import MessageDayRollup
 from monitoring.selectors.common import activation_times, claim_types, period_bounds, version_dict
 from monitoring.services import length_reference_ensure
@@ -106,8 +106,9 @@ def length_drift(*, version: ModelVersion | None, period: str) -> dict:
 
 def score_drift(*, version: ModelVersion | None, period: str) -> dict:
     """Per period: the PSI of the routing scores' distribution (bins: stats.SCORE_EDGES) against
-    the reference window of its activation segment (the first REFERENCE_DAYS days of data after
-    the activation; see monitoring.timeline)."""
+    the reference window of its activation segment (the first MONITORING_REFERENCE_DAYS days of
+    data after the activation, extended until it holds SCORE_REFERENCE_MIN_MESSAGES messages;
+    see monitoring.timeline)."""
     result: dict = {
         "period": period,
         "model_version": version_dict(version),
@@ -129,6 +130,8 @@ def score_drift(*, version: ModelVersion | None, period: str) -> dict:
         add=_add_lists,
         zero=list,
         reference_days=settings.MONITORING_REFERENCE_DAYS,
+        min_count=SCORE_REFERENCE_MIN_MESSAGES,
+        count=sum,
     )
     for segment, (window, histogram) in series.references.items():
         result["references"].append(

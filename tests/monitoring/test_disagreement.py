@@ -148,7 +148,8 @@ def test_an_alert_fires_on_a_constructed_rise_and_not_on_noise(version, rise_and
     reference = series_of(result, "risk_free")["references"][0]
     assert (reference["n"], reference["disagreements"]) == (40, 1)
     assert reference["from"] == base_day.isoformat()
-    assert reference["to"] == (base_day + timedelta(days=2)).isoformat()
+    # the window ends at the first day with data once it is 2 days long and holds >= 30
+    assert reference["to"] == (base_day + timedelta(days=3)).isoformat()
     fired = [(a["claim_type"], a["start"]) for a in result["alerts"]]
     assert ("risk_free", (base_day + timedelta(days=5)).isoformat()) in fired
     assert ("risk_free", (base_day + timedelta(days=3)).isoformat()) not in fired
@@ -168,6 +169,7 @@ def test_an_activation_restarts_the_reference(version, base_day, settings):
     from scoring.models import ModelActivation
 
     settings.MONITORING_REFERENCE_DAYS = 1
+    settings.MONITORING_REFERENCE_MIN_REVIEWED = 0
 
     def activate(day, reason):
         activation = ModelActivation.objects.create(model_version=version, reason=reason)
@@ -190,3 +192,19 @@ def test_an_activation_restarts_the_reference(version, base_day, settings):
     assert [(r["segment"], r["n"]) for r in series["references"]] == [(0, 10), (1, 10)]
     # the same 6 of 10 a day later is no alert: the reference restarted at the rollback
     assert by_day[(base_day + timedelta(days=4)).isoformat()]["alert"] is False
+
+
+def test_a_sparse_reference_extends_until_it_holds_enough_reviewed_messages(version, base_day, settings):
+    settings.MONITORING_REFERENCE_DAYS = 1
+    settings.MONITORING_REFERENCE_MIN_REVIEWED = 15
+    for offset in range(4):  # 5 a day: the reference needs days 0-2 to hold 15
+        _day_of_flags(version, base_day + timedelta(days=offset), total=5, disagreeing=0)
+    _day_of_flags(version, base_day + timedelta(days=4), total=10, disagreeing=8)
+
+    series = series_of(disagreement(version, "day"), "risk_free")
+
+    assert [(r["from"], r["to"], r["n"]) for r in series["references"]] == [
+        (base_day.isoformat(), (base_day + timedelta(days=3)).isoformat(), 15)
+    ]
+    flags = [(p["is_reference"], p["alert"]) for p in series["points"]]
+    assert flags == [(True, False), (True, False), (True, False), (False, False), (False, True)]

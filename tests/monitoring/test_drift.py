@@ -47,8 +47,9 @@ def test_length_drift_says_when_the_corpus_cannot_be_found(version, base_day):
     assert result["points"][0]["messages"] == 1 and result["points"][0]["share"] is None
 
 
-def test_score_psi_is_measured_against_the_reference_window(version, base_day, settings):
+def test_score_psi_is_measured_against_the_reference_window(version, base_day, settings, monkeypatch):
     settings.MONITORING_REFERENCE_DAYS = 2
+    monkeypatch.setattr("monitoring.selectors.drift.SCORE_REFERENCE_MIN_MESSAGES", 6)
     reference_scores = [0.01, 0.02, 0.03, 0.9, 0.004, 0.2]
     later_scores = [0.6, 0.7, 0.8, 0.9, 0.95, 0.99]
     for offset, scores in ((0, reference_scores[:3]), (1, reference_scores[3:]), (4, later_scores)):

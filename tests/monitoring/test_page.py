@@ -25,6 +25,7 @@ def config_of(response) -> dict:
 
 def test_the_page_lists_alerts_and_configures_every_chart(admin_client_, version, base_day, settings):
     settings.MONITORING_REFERENCE_DAYS = 1
+    settings.MONITORING_REFERENCE_MIN_REVIEWED = 20
     for day, wrong in ((base_day, 0), (base_day + timedelta(days=1), 8)):
         for i in range(20 if wrong == 0 else 10):
             message = routed(version, received_at=day_at(day, 8, i), score=0.9, claim_code="risk_free")
