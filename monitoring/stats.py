@@ -287,7 +287,8 @@ RECALL_ESTIMATOR = (
     "sample is a uniform random draw). Each stratum's claims = its messages x the claim share among "
     "its reviewed messages. The interval comes from the Wilson 95 % interval of the QA sample's "
     "claim share (the upper end gives the lowest recall), the flagged and rule-hit strata held at "
-    "their observed shares: with a small QA sample, that share is by far the largest uncertainty."
+    "their observed shares: with a small QA sample, that share is by far the largest uncertainty. The "
+    "interval never goes below the claims seen nor above those plus every unreviewed message."
 )
 
 
@@ -306,8 +307,11 @@ def recall_estimate(*, flagged: Stratum, rule_only: Stratum, qa: Stratum, z: flo
     interval = wilson_interval(qa.claims, qa.reviewed, z=z) if qa.messages > 0 else (0.0, 0.0)
     assert interval is not None
     low_share, high_share = interval
-    worst = caught + rules + qa.estimated_claims(high_share)
-    best = caught + rules + qa.estimated_claims(low_share)
+    # The stratum holds at least the claims seen and at most those plus every unreviewed message
+    # (so a fully reviewed stratum - a census - has no sampling uncertainty left).
+    unreviewed = qa.messages - qa.reviewed
+    worst = caught + rules + min(qa.estimated_claims(high_share), qa.claims + unreviewed)
+    best = caught + rules + max(qa.estimated_claims(low_share), qa.claims)
     return RecallEstimate(
         recall=recall_point,
         low=caught / worst if worst else None,

@@ -187,3 +187,12 @@ def test_recall_estimate_says_why_it_cannot_be_estimated():
     assert no_claims.recall is None and "no claims" in no_claims.reason
     with pytest.raises(ValueError):
         stats.Stratum(10, 5, 6)
+
+
+def test_a_fully_reviewed_below_threshold_stratum_leaves_no_interval():
+    # a census: 12 claims among all 12 messages below threshold; Wilson(12/12) alone would say
+    # the share could be 0.757, i.e. 9 missed claims, but 12 were seen
+    estimate = stats.recall_estimate(
+        flagged=stats.Stratum(48, 48, 48), rule_only=stats.Stratum(0, 0, 0), qa=stats.Stratum(12, 12, 12)
+    )
+    assert estimate.recall == estimate.low == estimate.high == 0.8
