@@ -355,6 +355,13 @@ REVIEW_LOCK_MINUTES = env_int("REVIEW_LOCK_MINUTES", 10, minimum=1)
 # extended until a claim type's reference holds MONITORING_REFERENCE_MIN_REVIEWED reviewed messages.
 MONITORING_REFERENCE_DAYS = env_int("MONITORING_REFERENCE_DAYS", 7, minimum=1)
 MONITORING_REFERENCE_MIN_REVIEWED = env_int("MONITORING_REFERENCE_MIN_REVIEWED", 30, minimum=0)
+# Celery beat keeps the monitoring roll-ups current, so that a page load rarely has work to do.
+MONITORING_REFRESH_SECONDS = env_float("MONITORING_REFRESH_SECONDS", 60.0, low=1.0)
+CELERY_BEAT_SCHEDULE["refresh-monitoring"] = {
+    "task": "monitoring.tasks.refresh_rollups",
+    "schedule": MONITORING_REFRESH_SECONDS,
+    "options": {"expires": MONITORING_REFRESH_SECONDS},
+}
 
 LOGGING = {
     "version": 1,

@@ -177,3 +177,12 @@ def test_the_decision_rollup_follows_corrections_and_escalations_incrementally(v
     # and a rebuild from scratch gives the same rows
     rollup_refresh(full=True)
     assert rolled_up_counts() == live_counts()
+
+
+def test_the_periodic_task_refreshes_the_rollups_and_is_scheduled(version, base_day, settings):
+    from monitoring.tasks import refresh_rollups
+
+    routed(version, received_at=day_at(base_day, 9), score=0.9)
+    assert refresh_rollups.apply().get() == {"days": 1, "rows": 1, "decisions": 0}
+    assert MessageDayRollup.objects.count() == 1
+    assert settings.CELERY_BEAT_SCHEDULE["refresh-monitoring"]["task"] == refresh_rollups.name
