@@ -24,7 +24,10 @@ drifted type's disagreement goes from ~2 % (reviewer errors) to ~20 %, and its r
 first MONITORING_REFERENCE_DAYS after activation, extended to 30 reviewed messages, which takes
 ~25 days at 1.2 a day - is tight enough for the alert rule to see it by week. At a QA rate of 0.5
 the observed rate would only reach ~12 %, inside the intervals. Cost: every flagged message is
-explained (IG + occlusion, ~1-3 s each on a CPU): ~480 of them in the default 60-day run.
+explained (IG + occlusion, ~1-4 s each on a CPU): ~480 of them in the default 60-day run.
+Simulated reviewers err at 0.5 %: with every below-threshold message reviewed, a 2 % error rate
+turns ~1 neutral message a day into a "claim" of a random type, which alone puts every claim
+type's disagreement near 20 % (measured: 13-25 % before the drift day, seed 7).
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ class SimulationConfig:
     drift_types: tuple[str, ...] = ("performance_forecast",)
     claim_rate: float = 0.08
     qa_rate: float = 1.0
-    error_rate: float = 0.02
+    error_rate: float = 0.005
     seed: int = 7
 
     def validate(self) -> None:
