@@ -437,6 +437,7 @@ def rollup_refresh(*, full: bool = False, now: datetime | None = None) -> Refres
         if full:
             MessageDayRollup.objects.all().delete()
             DecisionDayRollup.objects.all().delete()
+            LengthReference.objects.filter(available=False).delete()  # look for the corpus again
             state.decision_sequence = 0
         rows = sum(_recompute_run(first, last) for first, last in _runs(days))
         decisions, state.decision_sequence = _refresh_decisions(state.decision_sequence)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
+from django.db.models import Exists, OuterRef
+
 from monitoring.errors import MetricsInputError
 from monitoring.timeline import period_end
-from scoring.models import ClaimType, ModelActivation, ModelVersion
+from scoring.models import ClaimType, ModelActivation, ModelVersion, Prediction
 
 
 def version_resolve(version_id: int | None) -> ModelVersion | None:
@@ -21,7 +23,8 @@ def version_resolve(version_id: int | None) -> ModelVersion | None:
     active = ModelVersion.objects.filter(is_active=True).first()
     if active is not None:
         return active
-    return ModelVersion.objects.filter(predictions__isnull=False).order_by("-created_at", "-id").first()
+    routed = Prediction.objects.filter(model_version=OuterRef("pk"), is_shadow=False)
+    return ModelVersion.objects.filter(Exists(routed)).order_by("-created_at", "-id").first()
 
 
 def version_dict(version: ModelVersion | None) -> dict | None:

@@ -118,3 +118,11 @@ def test_the_number_of_queries_does_not_grow_with_the_data(name, admin_client_, 
     many = _queries(admin_client_, name, version)
     assert many == few
     assert many <= 30
+
+
+def test_without_an_active_version_the_newest_that_routed_messages_is_shown(admin_client_, version, base_day):
+    from tests.factories import ModelVersionFactory
+
+    routed(version, received_at=day_at(base_day), score=0.9)
+    ModelVersionFactory()  # newer, but it never routed anything
+    assert admin_client_.get(reverse("metrics-scores")).json()["model_version"]["id"] == version.pk

@@ -186,3 +186,17 @@ def test_the_periodic_task_refreshes_the_rollups_and_is_scheduled(version, base_
     assert refresh_rollups.apply().get() == {"days": 1, "rows": 1, "decisions": 0}
     assert MessageDayRollup.objects.count() == 1
     assert settings.CELERY_BEAT_SCHEDULE["refresh-monitoring"]["task"] == refresh_rollups.name
+
+
+def test_a_full_refresh_looks_for_a_missing_corpus_again(version, base_day):
+    from monitoring.models import LengthReference
+
+    routed(version, received_at=day_at(base_day, 9), score=0.9)
+    rollup_refresh()
+    missing = LengthReference.objects.get(corpus_sha256=version.corpus_sha256)
+    assert missing.available is False
+
+    rollup_refresh(full=True)
+
+    again = LengthReference.objects.get(corpus_sha256=version.corpus_sha256)
+    assert again.pk != missing.pk and again.available is False
