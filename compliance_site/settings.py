@@ -114,6 +114,7 @@ INSTALLED_APPS = [
     "scoring",
     "explanations",
     "reviews",
+    "monitoring",
 ]
 
 MIDDLEWARE = [
@@ -279,12 +280,13 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 50 * 1024 *
 BROKER_DIR = Path(env_str("CLAIMWATCH_BROKER_DIR", str(VAR_DIR / "broker")))
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    for _sub in ("queue", "processed"):
+    for _sub in ("queue", "processed", "control"):
         (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
         "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),  # kombu's default is ./control in the cwd
         "store_processed": False,
         "polling_interval": 0.2,
     }
@@ -350,6 +352,19 @@ TRAIN_MAX_MINUTES = env_float("TRAIN_MAX_MINUTES", 9.0, low=0.1)
 
 # --- Review ----------------------------------------------------------------------------------------
 REVIEW_LOCK_MINUTES = env_int("REVIEW_LOCK_MINUTES", 10, minimum=1)
+
+# --- Monitoring -------------------------------------------------------------------------------------
+# The disagreement and score references: the first N days of data after each model activation,
+# extended until a claim type's reference holds MONITORING_REFERENCE_MIN_REVIEWED reviewed messages.
+MONITORING_REFERENCE_DAYS = env_int("MONITORING_REFERENCE_DAYS", 7, minimum=1)
+MONITORING_REFERENCE_MIN_REVIEWED = env_int("MONITORING_REFERENCE_MIN_REVIEWED", 30, minimum=0)
+# Celery beat keeps the monitoring roll-ups current, so that a page load rarely has work to do.
+MONITORING_REFRESH_SECONDS = env_float("MONITORING_REFRESH_SECONDS", 60.0, low=1.0)
+CELERY_BEAT_SCHEDULE["refresh-monitoring"] = {
+    "task": "monitoring.tasks.refresh_rollups",
+    "schedule": MONITORING_REFRESH_SECONDS,
+    "options": {"expires": MONITORING_REFRESH_SECONDS},
+}
 
 LOGGING = {
     "version": 1,

@@ -10,8 +10,10 @@ urlpatterns = [
     path("accounts/", include("reviews.account_urls")),
     path("review/", include("reviews.urls")),
     path("admin/", admin.site.urls),
+    path("api/metrics/", include("monitoring.api_urls")),
     path("api/", include("scoring.urls")),
     path("explanations/", include("explanations.urls")),
+    path("monitoring/", include("monitoring.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
 ]

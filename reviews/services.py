@@ -20,7 +20,7 @@ Rules, in one place:
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -202,6 +202,19 @@ def _target_status(
     )
 
 
+def _replay_time(decided_at: datetime, head: dict | None) -> datetime:
+    if timezone.is_naive(decided_at):
+        raise DecisionInvalid("A replayed decision time needs a time zone.")
+    if decided_at > timezone.now():
+        raise DecisionInvalid(f"A replayed decision cannot be in the future ({decided_at.isoformat()}).")
+    if head is not None and decided_at < head["created_at"]:
+        raise DecisionInvalid(
+            f"A replayed decision ({decided_at.isoformat()}) cannot precede the newest record of the "
+            f"audit chain ({head['created_at'].isoformat()}): the chain is in time order."
+        )
+    return decided_at
+
+
 def decision_agreement(
     *, verdict: str, model_flagged: bool | None, claim_type_id: int | None, model_claim_type_id: int | None
 ) -> tuple[bool | None, bool | None]:
@@ -227,6 +240,7 @@ def decision_record(
     escalation_reason: str = "",
     supersedes: ReviewDecision | None = None,
     supersede_reason: str = "",
+    decided_at: datetime | None = None,
 ) -> ReviewDecision:
     """Record a decision and move the message on, atomically.
 
@@ -236,7 +250,12 @@ def decision_record(
     message moves in_review -> decided/escalated (escalated -> decided for a second-level
     decision; a correction to an escalation moves decided -> escalated); the lock on the
     message is released. A duplicate submission raises AlreadyDecided and writes nothing.
-    Raises a ReviewError subclass, with a message for the user, for any rule it refuses."""
+    Raises a ReviewError subclass, with a message for the user, for any rule it refuses.
+
+    `decided_at` is for replaying simulated history only (`simulate_traffic`); views never pass
+    it. The record is then stamped with that instant instead of now; it must not be in the
+    future nor before the newest record of the chain, so the chain stays in time order. (The
+    message's own status timestamps are still the wall-clock time of the transition.)"""
     try:
         verdict = Verdict(verdict)
     except ValueError as exc:
@@ -269,7 +288,12 @@ def decision_record(
             claim_type_id=claim_type.pk if claim_type else None,
             model_claim_type_id=prediction.claim_type_id if prediction else None,
         )
-        head = ReviewDecision.objects.order_by("-sequence").values("sequence", "content_hash").first()
+        head = (
+            ReviewDecision.objects.order_by("-sequence")
+            .values("sequence", "content_hash", "created_at")
+            .first()
+        )
+        created_at = _replay_time(decided_at, head) if decided_at is not None else timezone.now()
         decision = ReviewDecision(
             sequence=(head["sequence"] + 1) if head else 1,
             previous_hash=head["content_hash"] if head else GENESIS_HASH,
@@ -291,7 +315,7 @@ def decision_record(
             is_qa_sample=message.is_qa_sample,
             agrees_with_model=agrees,
             claim_type_matches=type_matches,
-            created_at=timezone.now(),
+            created_at=created_at,
         )
         decision.content_hash = record_hash(decision)
         decision.save(force_insert=True)

@@ -240,6 +240,8 @@ class Message(models.Model):
                 condition=Q(status=MessageStatus.IN_REVIEW),
                 name="message_review_facets",
             ),
+            # Monitoring: the roll-up recomputes the days of messages changed since its last refresh.
+            models.Index(fields=["updated_at"], name="message_updated"),
         ]
 
     def __str__(self) -> str:

@@ -138,6 +138,7 @@ def test_the_embedded_filesystem_broker_runs_a_real_worker_without_any_server(ap
         "data_folder_in": str(tmp_path / "queue"),
         "data_folder_out": str(tmp_path / "queue"),
         "processed_folder": str(tmp_path / "processed"),
+        "control_folder": str(tmp_path / "control"),
         "polling_interval": 0.1,
     }
     worker = CeleryWorker(

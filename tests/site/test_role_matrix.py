@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import import_module
 
 import pytest
 from django.test import Client
 from django.urls import get_resolver, reverse
 
+from monitoring.api_urls import ENDPOINTS as METRICS_ENDPOINTS
 from reviews.roles import Role
 from scoring.models import ModelComparison
 from tests.factories import ModelVersionFactory, ReviewDecisionFactory, UserFactory, reviewable_message
@@ -123,6 +125,13 @@ ROUTES: list[Route] = [
     Route("explanations:how_attention_works", "get", url("explanations:how_attention_works"), SIGNED_IN),
     Route("explanations:faithfulness", "get", url("explanations:faithfulness"), R({ADMIN})),
     Route("explanations:faithfulness", "post", url("explanations:faithfulness"), R()),
+    Route("monitoring:dashboard", "get", url("monitoring:dashboard"), R({ADMIN})),
+    Route("monitoring:dashboard", "post", url("monitoring:dashboard"), R()),
+    *(
+        Route(name, method, url(name), R({ADMIN}) if method == "get" else R(), kind="api")
+        for name in METRICS_ENDPOINTS
+        for method in ("get", "post")
+    ),
     Route("admin:index", "get", url("admin:index"), R({ADMIN}), kind="admin"),
     Route(
         "admin:reviews_reviewdecision_changelist",
@@ -206,6 +215,17 @@ def test_role_matrix(route: Route, role: str, world: World):
         assert refused(route, role, response), (
             f"{role} was let through {route.method.upper()} {path}: {response.status_code}"
         )
+
+
+def test_every_monitoring_page_and_metrics_endpoint_has_a_row_in_the_matrix():
+    names = {
+        f"monitoring:{name}"
+        for name in get_resolver().namespace_dict["monitoring"][1].reverse_dict
+        if isinstance(name, str)
+    }
+    metrics = {pattern.name for pattern in import_module("monitoring.api_urls").urlpatterns}
+    covered = {route.name for route in ROUTES}
+    assert (names | metrics) - covered == set()
 
 
 def test_every_review_page_has_a_row_in_the_matrix():

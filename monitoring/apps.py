@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class MonitoringConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "monitoring"
+    verbose_name = "Monitoring"

@@ -1,0 +1,366 @@
+"""Simulated traffic through the real pipeline, for the monitoring page to show something true.
+
+Per simulated day: ordinary messages (scoring.corpus generate_traffic_messages) and, from the
+drift day, claims phrased with euphemisms the model never saw (generate_drift_messages) are
+ingested with `messages_ingest_bulk` (received_at inside that day), scored by
+`messages_score_batch` with the active model, explained by `messages_explain_batch`, and the
+messages that reach the review queue are claimed (`lock_claim`) and decided (`decision_record`)
+by simulated reviewer accounts who know each message's true label and err at a small rate.
+
+It runs in this process, through the same services the Celery workers call, not through the
+broker: the QA sample rate of the run is this process's setting, and while it runs the services'
+after-commit publishes go to an in-memory transport, so workers of a running site do not race
+it with their own settings. Decisions are recorded at simulated times (decision_record's
+`decided_at`), in time order, so the audit chain stays valid; a decision whose time is still in
+the future when the run ends leaves its message waiting in the queue.
+
+Volume and QA sample rate, and why. Misses are only visible through the QA sample, and only
+the share of drift claims the model misses shows up as disagreement. A well-trained real model
+(MiniLM fine-tuned on the corpus) still catches about 75 % of the performance_forecast drift
+phrasings and 93-100 % of the others, so by default the simulation drifts performance_forecast,
+at 8 claims a day on 60 ordinary messages (8 % of them claims, ~1.2 a claim type a day), and
+reviews every message below the threshold (QA rate 1.0; the product default is 0.02). Then the
+drifted type's disagreement goes from ~2 % (reviewer errors) to ~20 %, and its reference - the
+first MONITORING_REFERENCE_DAYS after activation, extended to 30 reviewed messages, which takes
+~25 days at 1.2 a day - is tight enough for the alert rule to see it by week. At a QA rate of 0.5
+the observed rate would only reach ~12 %, inside the intervals. Cost: every flagged message is
+explained (IG + occlusion, ~1-4 s each on a CPU): ~480 of them in the default 60-day run.
+Simulated reviewers err at 0.5 %: with every below-threshold message reviewed, a 2 % error rate
+turns ~1 neutral message a day into a "claim" of a random type, which alone puts every claim
+type's disagreement near 20 % (measured: 13-25 % before the drift day, seed 7).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import Group, User
+from django.test.utils import override_settings
+from django.utils import timezone
+
+from monitoring.errors import SimulationError
+from reviews.models import ReviewDecision
+from reviews.roles import Role
+from scoring.constants import CLAIM_TYPE_CODES, MessageStatus
+from scoring.models import ClaimType, Message, ModelVersion
+
+SIM_REVIEWER_PREFIX = "sim_reviewer_"
+REVIEW_DELAY_HOURS = (0.5, 20.0)
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    days: int = 60
+    drift_day: int = 30
+    reviewers: int = 3
+    per_day: int = 60
+    drift_per_day: int = 8
+    drift_types: tuple[str, ...] = ("performance_forecast",)
+    claim_rate: float = 0.08
+    qa_rate: float = 1.0
+    error_rate: float = 0.005
+    seed: int = 7
+
+    def validate(self) -> None:
+        problems = []
+        if self.days < 2:
+            problems.append("--days must be at least 2")
+        if not 1 <= self.drift_day <= self.days:
+            problems.append(f"--drift-day must be within 1..{self.days} (day 0 is the first simulated day)")
+        if self.reviewers < 1:
+            problems.append("--reviewers must be at least 1")
+        if self.per_day < 1:
+            problems.append("--per-day must be at least 1")
+        if self.drift_per_day < 0:
+            problems.append("--drift-per-day must be >= 0")
+        if not self.drift_types or any(code not in CLAIM_TYPE_CODES for code in self.drift_types):
+            problems.append(f"--drift-types must name some of {', '.join(CLAIM_TYPE_CODES)}")
+        for name in ("claim_rate", "qa_rate", "error_rate"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                problems.append(f"--{name.replace('_', '-')} must be within [0, 1]")
+        if problems:
+            raise SimulationError("; ".join(problems))
+
+
+DEMO = SimulationConfig(
+    days=14, drift_day=7, per_day=40, drift_per_day=8, drift_types=("risk_free",), qa_rate=0.5
+)
+
+
+@dataclass
+class SimulationReport:
+    """What a run did, for the command's output (and --json)."""
+
+    run: str
+    model_version: str
+    first_day: str
+    last_day: str
+    drift_day: str
+    qa_rate: float
+    messages: int = 0
+    drift_messages: int = 0
+    flagged: int = 0
+    rule_hits: int = 0
+    qa_samples: int = 0
+    explained: int = 0
+    decided: int = 0
+    decision_errors: int = 0
+    left_in_queue: int = 0
+    seconds: dict[str, float] = field(
+        default_factory=lambda: {"ingest": 0.0, "score": 0.0, "explain": 0.0, "review": 0.0}
+    )
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@contextmanager
+def _in_process_broker() -> Iterator[None]:
+    """Point this process's Celery app at an in-memory transport for the duration."""
+    from compliance_site.celery import app
+
+    keys = ("broker_url", "broker_read_url", "broker_write_url", "broker_transport_options")
+    saved = {key: app.conf[key] for key in keys}
+
+    def reset() -> None:
+        # Drop (do not close) the cached pools; the next publish builds them for the new URL.
+        app._pool = None
+        app.amqp._producer_pool = None
+
+    reset()
+    app.conf.update(
+        broker_url="memory://",
+        broker_read_url="memory://",
+        broker_write_url="memory://",
+        broker_transport_options={},
+    )
+    try:
+        yield
+    finally:
+        reset()
+        app.conf.update(saved)
+
+
+def _explain_service() -> Callable[..., Any]:
+    try:
+        from explanations.services import messages_explain_batch
+    except ImportError as exc:
+        raise SimulationError(
+            "The explanation service (explanations.services.messages_explain_batch) is not available in "
+            "this build, so flagged messages cannot be explained; nothing was simulated."
+        ) from exc
+    return messages_explain_batch
+
+
+def _reviewers(count: int) -> list[User]:
+    group = Group.objects.get(name=Role.REVIEWER.value)
+    users = []
+    for i in range(1, count + 1):
+        user, created = User.objects.get_or_create(username=f"{SIM_REVIEWER_PREFIX}{i}")
+        if created:
+            user.set_unusable_password()  # simulated people never sign in
+            user.save()
+        user.groups.add(group)
+        users.append(user)
+    return users
+
+
+def _days(config: SimulationConfig, today: date) -> list[date]:
+    """The simulated days: `days` days ending yesterday (UTC), so nothing is received in the future."""
+    first = today - timedelta(days=config.days)
+    return [first + timedelta(days=i) for i in range(config.days)]
+
+
+def _check_preconditions(config: SimulationConfig, first_day: date) -> ModelVersion:
+    version = ModelVersion.objects.filter(is_active=True).first()
+    if version is None:
+        raise SimulationError("No model version is active: run `python manage.py ensure_model` first.")
+    head = ReviewDecision.objects.order_by("-sequence").values_list("created_at", flat=True).first()
+    start = datetime.combine(first_day, datetime.min.time(), tzinfo=UTC)
+    if head is not None and head > start:
+        raise SimulationError(
+            f"The audit chain already holds decisions up to {head:%Y-%m-%d %H:%M} UTC, after the first "
+            f"simulated day {first_day}: simulated decisions would break its time order. Simulate fewer days "
+            "or use an empty database."
+        )
+    return version
+
+
+@dataclass
+class _Pending:
+    due: datetime
+    message_id: int
+    label: int
+    claim_type: str
+
+
+def _verdict(rng: random.Random, item: _Pending, error_rate: float) -> tuple[str, str | None]:
+    """The simulated reviewer's decision: the true label, wrong with probability error_rate."""
+    claim = item.label == 1
+    if rng.random() < error_rate:
+        claim = not claim
+        code = rng.choice(CLAIM_TYPE_CODES) if claim else None
+        return ("claim", code) if claim else ("no_claim", None)
+    return ("claim", item.claim_type) if claim else ("no_claim", None)
+
+
+def simulate(
+    config: SimulationConfig,
+    *,
+    progress: Callable[[Sequence, str], Any] | None = None,
+    today: date | None = None,
+) -> SimulationReport:
+    """Run the simulation (see the module docstring). Raises SimulationError, before writing
+    anything, when the configuration or the database does not allow it."""
+    from monitoring.services import rollup_refresh
+    from reviews.errors import ReviewError
+    from reviews.services import decision_record, lock_claim
+    from scoring.corpus.generator import generate_drift_messages, generate_traffic_messages
+    from scoring.services.ingest import IncomingMessage, messages_ingest_bulk
+    from scoring.services.pipeline import messages_score_batch
+
+    config.validate()
+    today = today or timezone.now().date()
+    days = _days(config, today)
+    version = _check_preconditions(config, days[0])
+    explain = _explain_service()
+    progress = progress or (lambda items, _label: items)
+    rng = random.Random(f"simulate:{config.seed}")
+    run = timezone.now().strftime("%Y%m%d%H%M%S")
+    report = SimulationReport(
+        run=run,
+        model_version=version.name,
+        first_day=days[0].isoformat(),
+        last_day=days[-1].isoformat(),
+        drift_day=days[config.drift_day].isoformat() if config.drift_day < config.days else "none",
+        qa_rate=config.qa_rate,
+    )
+    traffic = generate_traffic_messages(
+        seed=config.seed, n=config.days * config.per_day, claim_rate=config.claim_rate
+    )
+    drift_days = config.days - config.drift_day
+    drift = generate_drift_messages(
+        seed=config.seed, n=drift_days * config.drift_per_day, claim_types=list(config.drift_types)
+    )
+    reviewers = _reviewers(config.reviewers)
+    claim_types = {ct.code: ct for ct in ClaimType.objects.all()}
+    labels: dict[str, tuple[int, str]] = {}
+    pending: list[_Pending] = []
+    last_decision = datetime.combine(days[0], datetime.min.time(), tzinfo=UTC)
+
+    def review_until(until: datetime) -> None:
+        nonlocal last_decision
+        pending.sort(key=lambda p: p.due)
+        while pending and pending[0].due <= until:
+            item = pending.pop(0)
+            message = Message.objects.get(pk=item.message_id)
+            if message.status != MessageStatus.IN_REVIEW:
+                continue
+            at = max(item.due, last_decision)
+            verdict, code = _verdict(rng, item, config.error_rate)
+            reviewer = rng.choice(reviewers)
+            try:
+                lock_claim(reviewer=reviewer, message=message)
+                decision_record(
+                    message=message,
+                    reviewer=reviewer,
+                    verdict=verdict,
+                    claim_type=claim_types[code] if code else None,
+                    decided_at=at,
+                )
+            except ReviewError:
+                report.decision_errors += 1  # e.g. a person claimed it in the UI meanwhile
+                continue
+            last_decision = at
+            report.decided += 1
+
+    with _in_process_broker(), override_settings(QA_SAMPLE_RATE=config.qa_rate):
+        for index in progress(range(config.days), "simulated days"):
+            day = days[index]
+            rows = traffic[index * config.per_day : (index + 1) * config.per_day]
+            if index >= config.drift_day:
+                start = (index - config.drift_day) * config.drift_per_day
+                rows = rows + drift[start : start + config.drift_per_day]
+            offsets = sorted(rng.uniform(0, 86_400) for _ in rows)
+            order = list(range(len(rows)))
+            rng.shuffle(order)
+            items = []
+            for offset, row_index in zip(offsets, order, strict=True):
+                row = rows[row_index]
+                external_id = f"sim-{run}-{index:03d}-{row['id']}"
+                labels[external_id] = (row["label"], row["claim_type"])
+                items.append(
+                    IncomingMessage(
+                        external_id=external_id,
+                        body=row["body"],
+                        sender=row.get("sender", ""),
+                        channel=row.get("channel", "other"),
+                        received_at=datetime.combine(day, datetime.min.time(), tzinfo=UTC)
+                        + timedelta(seconds=offset),
+                    )
+                )
+            report.messages += len(items)
+            report.drift_messages += sum(1 for row in rows if row["split"] == "drift")
+
+            started = time.perf_counter()
+            ids = []
+            for chunk_start in range(0, len(items), settings.BULK_MAX_ITEMS):
+                for result in messages_ingest_bulk(
+                    items=items[chunk_start : chunk_start + settings.BULK_MAX_ITEMS]
+                ):
+                    if result.status == "error":
+                        raise SimulationError(f"ingest refused a simulated message: {result.error}")
+                    ids.append(result.message.pk)
+            report.seconds["ingest"] += time.perf_counter() - started
+
+            started = time.perf_counter()
+            to_explain: list[int] = []
+            for chunk_start in range(0, len(ids), settings.SCORING_BATCH_SIZE):
+                outcome = messages_score_batch(
+                    message_ids=ids[chunk_start : chunk_start + settings.SCORING_BATCH_SIZE]
+                )
+                to_explain += outcome.to_explain
+            report.seconds["score"] += time.perf_counter() - started
+
+            started = time.perf_counter()
+            for chunk_start in range(0, len(to_explain), settings.EXPLAIN_BATCH_SIZE):
+                explain(message_ids=to_explain[chunk_start : chunk_start + settings.EXPLAIN_BATCH_SIZE])
+            report.explained += len(to_explain)
+            report.seconds["explain"] += time.perf_counter() - started
+
+            started = time.perf_counter()
+            routed = Message.objects.filter(pk__in=ids).values_list(
+                "pk",
+                "external_id",
+                "status",
+                "received_at",
+                "routing_prediction__flagged",
+                "has_rule_hit",
+                "is_qa_sample",
+            )
+            for pk, external_id, status, received_at, flagged, rule_hit, qa in routed:
+                report.flagged += bool(flagged)
+                report.rule_hits += bool(rule_hit)
+                report.qa_samples += bool(qa)
+                if status == MessageStatus.IN_REVIEW:
+                    label, code = labels[external_id]
+                    delay = timedelta(hours=rng.uniform(*REVIEW_DELAY_HOURS))
+                    pending.append(_Pending(received_at + delay, pk, label, code))
+            day_end = datetime.combine(day + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+            review_until(min(day_end, timezone.now()))
+            report.seconds["review"] += time.perf_counter() - started
+
+        started = time.perf_counter()
+        review_until(timezone.now())
+        report.seconds["review"] += time.perf_counter() - started
+    report.left_in_queue = len(pending)
+    rollup_refresh()
+    report.seconds = {stage: round(seconds, 1) for stage, seconds in report.seconds.items()}
+    return report
