@@ -36,6 +36,7 @@ METRICS = tuple(METRIC_LABELS)
 
 
 @login_required
+@require_GET
 def how_attention_works(request: HttpRequest) -> HttpResponse:
     """A small attention computation worked live by explanations.attention (any signed-in role)."""
     example = worked_example()

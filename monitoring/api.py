@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -39,6 +41,7 @@ class MetricsView(APIView):
     def compute(self, *, version: ModelVersion | None, period: str) -> dict[str, Any]:
         raise NotImplementedError
 
+    @extend_schema(parameters=[MetricsQuerySerializer], responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
         query = MetricsQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
