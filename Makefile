@@ -22,7 +22,15 @@ migrate: $(STAMP)
 model: migrate
 	$(PY) manage.py ensure_model
 
+# On an empty database, `make run` first simulates two weeks of traffic with drift through the
+# real pipeline (a few minutes), so the queue, the records and the monitoring charts have data.
+# DEMO=0 make run skips it.
+DEMO ?= 1
+demo: model
+	$(PY) manage.py simulate_traffic --demo --if-empty
+
 run: model
+	@if [ "$(DEMO)" != "0" ]; then $(PY) manage.py simulate_traffic --demo --if-empty; fi
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(VENV)/bin/honcho -f Procfile.dev start
 

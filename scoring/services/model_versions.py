@@ -214,3 +214,25 @@ def model_version_train(*, config, name: str, models_dir: str | Path, progress: 
 def default_version_name() -> str:
     """claims-YYYYmmdd-HHMMSS (UTC)."""
     return timezone.now().strftime("claims-%Y%m%d-%H%M%S")
+
+
+def train_config_from_settings(**overrides):
+    """The TrainConfig that `train_classifier` without options and `make run` use: the base
+    model, corpus, windows, threshold rule, time budget and device from settings, the rest from
+    TrainConfig's defaults; `overrides` replace any field (None means "keep the default")."""
+    from django.conf import settings
+
+    from scoring.classifier.training import TrainConfig
+
+    values = {
+        "base_model": settings.BASE_MODEL_PATH,
+        "corpus_path": str(settings.CORPUS_PATH),
+        "window_tokens": settings.WINDOW_TOKENS,
+        "stride": settings.WINDOW_STRIDE,
+        "target_recall": settings.THRESHOLD_TARGET_RECALL,
+        "max_minutes": settings.TRAIN_MAX_MINUTES or None,
+        "device": settings.SCORING_DEVICE,
+        "token_budget": settings.TOKEN_BUDGET,
+    }
+    values.update({key: value for key, value in overrides.items() if value is not None})
+    return TrainConfig(**values)

@@ -77,3 +77,14 @@ def test_bad_options_are_refused_before_anything_is_written(tiny_model_version):
     with pytest.raises(CommandError, match="--qa-rate"):
         run(days=5, drift_day=2, qa_rate=1.5)
     assert Message.objects.count() == 0
+
+
+def test_if_empty_leaves_a_database_with_messages_alone(tiny_model_version):
+    from tests.factories import MessageFactory
+
+    MessageFactory()
+    out = StringIO()
+    call_command("simulate_traffic", demo=True, if_empty=True, stdout=out, stderr=StringIO())
+
+    assert "already holds 1 messages" in out.getvalue()
+    assert Message.objects.count() == 1

@@ -148,16 +148,9 @@ def _code_digest() -> str:
 
 def default_train_config() -> TrainConfig:
     """The configuration `train_classifier` uses with no options (the quality bar's subject)."""
-    return TrainConfig(
-        base_model=settings.BASE_MODEL_PATH,
-        corpus_path=str(settings.CORPUS_PATH),
-        window_tokens=settings.WINDOW_TOKENS,
-        stride=settings.WINDOW_STRIDE,
-        target_recall=settings.THRESHOLD_TARGET_RECALL,
-        max_minutes=settings.TRAIN_MAX_MINUTES,
-        device=settings.SCORING_DEVICE,
-        token_budget=settings.TOKEN_BUDGET,
-    )
+    from scoring.services.model_versions import train_config_from_settings
+
+    return train_config_from_settings()
 
 
 def trained_cache_dir(config: TrainConfig) -> Path:

@@ -1,5 +1,5 @@
 """python manage.py simulate_traffic [--days 60] [--drift-day 30] [--reviewers 3] [--per-day N]
-[--seed S] [--demo] [--json]
+[--seed S] [--demo] [--if-empty] [--json]
 
 Pushes simulated traffic through the real pipeline in this process (see monitoring.simulation)
 and prints what it did and what the monitoring shows for the drifted claim types: their
@@ -19,6 +19,7 @@ from monitoring import selectors
 from monitoring.errors import SimulationError
 from monitoring.simulation import DEMO, SimulationConfig, simulate
 from monitoring.timeline import DAY, WEEK
+from scoring.models import Message
 
 DEFAULTS = SimulationConfig()
 
@@ -102,6 +103,11 @@ class Command(BaseCommand):
             action="store_true",
             help="the small run of `make run` (monitoring.simulation.DEMO): 14 days, drift from day 7",
         )
+        parser.add_argument(
+            "--if-empty",
+            action="store_true",
+            help="do nothing when the database already holds messages (what `make run` uses)",
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def _config(self, options: dict) -> SimulationConfig:
@@ -128,6 +134,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         config = self._config(options)
+        if options["if_empty"]:
+            existing = Message.objects.count()
+            if existing:
+                self.stdout.write(f"no simulated traffic: the database already holds {existing} messages")
+                return
 
         def progress(items, label):
             return tqdm(items, desc=label, unit="day", file=sys.stderr)

@@ -7,10 +7,14 @@ from django.core.management.base import BaseCommand, CommandError
 
 from scoring.classifier.artifacts import verify_artifact
 from scoring.classifier.metrics import format_report
-from scoring.classifier.training import TrainConfig
 from scoring.errors import ArtifactError, ScoringError
 from scoring.models import ModelVersion
-from scoring.services.model_versions import default_version_name, model_version_activate, model_version_train
+from scoring.services.model_versions import (
+    default_version_name,
+    model_version_activate,
+    model_version_train,
+    train_config_from_settings,
+)
 
 TRAINED_REASON = "initial model trained by make run"
 EXISTING_REASON = "newest trained model version activated by make run (none was active)"
@@ -38,16 +42,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"activated {candidate.name}: {EXISTING_REASON}")
                 return
             self.stdout.write("no model version yet: training one (this takes a few minutes on a CPU)")
-            config = TrainConfig(
-                base_model=settings.BASE_MODEL_PATH,
-                corpus_path=str(settings.CORPUS_PATH),
-                window_tokens=settings.WINDOW_TOKENS,
-                stride=settings.WINDOW_STRIDE,
-                target_recall=settings.THRESHOLD_TARGET_RECALL,
-                max_minutes=settings.TRAIN_MAX_MINUTES,
-                device=settings.SCORING_DEVICE,
-                token_budget=settings.TOKEN_BUDGET,
-            )
+            config = train_config_from_settings()
             version = model_version_train(
                 config=config, name=default_version_name(), models_dir=settings.MODELS_DIR
             )

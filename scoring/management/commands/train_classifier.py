@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from scoring.classifier.metrics import format_report
 from scoring.classifier.training import TrainConfig
 from scoring.errors import ScoringError
-from scoring.services.model_versions import default_version_name, model_version_train
+from scoring.services.model_versions import (
+    default_version_name,
+    model_version_train,
+    train_config_from_settings,
+)
 
 DEFAULTS = TrainConfig(base_model="", corpus_path="")
 
@@ -46,25 +52,20 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true", help="No progress bars.")
 
     def handle(self, *args, **options):
-        max_minutes = (
-            options["max_minutes"] if options["max_minutes"] is not None else settings.TRAIN_MAX_MINUTES
-        )
         try:
-            config = TrainConfig(
-                base_model=options["base_model"] or settings.BASE_MODEL_PATH,
-                corpus_path=str(options["corpus"] or settings.CORPUS_PATH),
+            config = train_config_from_settings(
+                base_model=options["base_model"],
+                corpus_path=str(options["corpus"]) if options["corpus"] else None,
                 extra_paths=tuple(options["extra"]),
                 epochs=options["epochs"],
                 lr=options["lr"],
                 batch_size=options["batch_size"],
                 seed=options["seed"],
-                window_tokens=settings.WINDOW_TOKENS,
-                stride=settings.WINDOW_STRIDE,
-                target_recall=options["target_recall"] or settings.THRESHOLD_TARGET_RECALL,
-                max_minutes=max_minutes or None,
-                device=options["device"] or settings.SCORING_DEVICE,
-                token_budget=settings.TOKEN_BUDGET,
+                target_recall=options["target_recall"],
+                device=options["device"],
             )
+            if options["max_minutes"] is not None:
+                config = replace(config, max_minutes=options["max_minutes"] or None)
             version = model_version_train(
                 config=config,
                 name=options["name"] or default_version_name(),

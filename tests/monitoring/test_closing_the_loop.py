@@ -1,0 +1,131 @@
+"""The story of issue 7, end to end on a small scale (a corpus-trained tiny model):
+
+simulated traffic drifts (risk_free claims in euphemisms the model never saw) -> the
+disagreement alert fires for risk_free -> reviewers' decisions are exported -> a challenger is
+trained with them -> in shadow it catches the new phrasings the active model misses ->
+activation with a reason -> on later traffic the disagreement falls back.
+
+Three simulated phases (10, 8 and 8 days), one after the other, each reviewed before the next starts
+(the audit chain stays in time order). Everything runs through the real services: ingest,
+scoring, explanations, locks and decisions, export, training, shadow scoring, activation."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from monitoring import selectors
+from monitoring.simulation import SimulationConfig, simulate
+from reviews.training_data import as_jsonl, training_data_export
+from scoring.classifier.training import train_and_save
+from scoring.corpus.generator import generate_drift_messages
+from scoring.models import Message, ModelActivation, Prediction
+from scoring.services.model_versions import model_version_activate, model_version_register
+from scoring.services.shadow import messages_shadow_score, model_version_set_shadow
+from tests.support.models import tiny_train_config
+
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+
+DRIFTED = "risk_free"
+PHASE = {
+    "days": 8,
+    "per_day": 40,
+    "drift_per_day": 30,
+    "drift_types": (DRIFTED,),
+    "claim_rate": 0.3,
+    "qa_rate": 1.0,
+    "error_rate": 0.0,
+    "reviewers": 2,
+}
+
+
+def pooled_rate(version, *, since: str = "") -> tuple[int, int]:
+    """(disagreements, reviewed) of the drifted type's daily series, from the ISO day `since` on."""
+    series = next(
+        s
+        for s in selectors.disagreement(version=version, period="day")["series"]
+        if s["claim_type"] == DRIFTED
+    )
+    points = [p for p in series["points"] if p["start"] >= since]
+    return sum(p["disagreements"] for p in points), sum(p["n"] for p in points)
+
+
+def test_drift_is_caught_learned_from_and_fixed_by_a_new_version(
+    corpus_tiny_version, corpus_tiny_artifact, settings, tmp_path
+):
+    settings.MONITORING_REFERENCE_DAYS = 3
+    # The reference (3 days, extended until it holds 10 reviewed risk_free messages) must end
+    # before the drift starts on day 5.
+    settings.MONITORING_REFERENCE_MIN_REVIEWED = 10
+    today = timezone.now().date()
+    active = corpus_tiny_version
+
+    # 1. Traffic drifts from day 5 of the first phase: the alert fires for the drifted type.
+    first = simulate(
+        SimulationConfig(**{**PHASE, "days": 10}, drift_day=5, seed=11), today=today - timedelta(days=18)
+    )
+    alerts = [a for a in selectors.alerts(period="day", version=active) if a["claim_type"] == DRIFTED]
+    assert alerts, "the disagreement alert must fire for the drifted claim type"
+    assert all(a["start"] >= first.drift_day for a in alerts)
+
+    # 2. Reviewers' decisions become labelled data, the drift phrasings among them.
+    rows, summary = training_data_export()
+    extra = tmp_path / "reviewed.jsonl"
+    extra.write_text("".join(as_jsonl(rows)))
+    assert summary.by_label.get(DRIFTED, 0) >= 30
+
+    # 3. A challenger is trained on the corpus plus those rows (same recipe as the active one).
+    root = Path(corpus_tiny_artifact).parent.parent
+    config = tiny_train_config(
+        root / "base",
+        root / "corpus.jsonl",
+        epochs=3,
+        batch_size=32,
+        lr=5e-3,
+        patience=3,
+        extra_paths=(str(extra),),
+    )
+    challenger = model_version_register(
+        artifact_dir=train_and_save(
+            config, models_dir=tmp_path / "models", version="challenger", progress=False
+        )
+    )
+    assert challenger.extra_data[0]["rows"] == len(rows)
+
+    # 4. In shadow, on a second phase of drifted traffic, it flags the new phrasings the
+    #    active model misses; it routes nothing.
+    model_version_set_shadow(version=challenger, enabled=True)
+    second = simulate(SimulationConfig(drift_day=1, seed=12, **PHASE), today=today - timedelta(days=9))
+    phase_two = list(
+        Message.objects.filter(received_at__date__gte=second.first_day).values_list("id", flat=True)
+    )
+    messages_shadow_score(message_ids=phase_two, version_id=challenger.pk)
+    drift_bodies = {row["body"] for row in generate_drift_messages(seed=12, n=7 * 30, claim_types=[DRIFTED])}
+    drift_ids = set(
+        Message.objects.filter(id__in=phase_two, body__in=drift_bodies).values_list("id", flat=True)
+    )
+    assert drift_ids
+    caught = {
+        version: Prediction.objects.filter(
+            message_id__in=drift_ids, model_version=version, flagged=True
+        ).count()
+        for version in (active, challenger)
+    }
+    assert caught[challenger] > caught[active], caught
+    assert not Message.objects.filter(routing_prediction__model_version=challenger).exists()
+
+    # 5. Activation with a reason; on the third phase the drifted type's disagreement falls back.
+    activation = model_version_activate(
+        version=challenger, reason="catches the risk_free euphemisms reviewers labelled"
+    )
+    assert activation.previous == active and ModelActivation.objects.latest() == activation
+    third = simulate(SimulationConfig(drift_day=1, seed=13, **PHASE), today=today)
+    challenger.refresh_from_db()
+    before_x, before_n = pooled_rate(active, since=first.drift_day)
+    after_x, after_n = pooled_rate(challenger)
+    assert before_n and after_n and third.decided
+    assert after_x / after_n < before_x / before_n, (after_x, after_n, before_x, before_n)
+    assert not [a for a in selectors.alerts(period="day", version=challenger) if a["claim_type"] == DRIFTED]
