@@ -88,3 +88,22 @@ def test_if_empty_leaves_a_database_with_messages_alone(tiny_model_version):
 
     assert "already holds 1 messages" in out.getvalue()
     assert Message.objects.count() == 1
+
+
+def test_days_ago_must_not_be_negative(tiny_model_version):
+    with pytest.raises(CommandError, match="--days-ago"):
+        run(days=3, drift_day=1, per_day=2, days_ago=-1)
+    assert Message.objects.count() == 0
+
+
+def test_days_ago_ends_the_simulated_days_that_many_days_earlier(tiny_model_version):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    report = run(days=2, drift_day=1, per_day=2, drift_per_day=1, days_ago=5)
+
+    yesterday = timezone.now().date() - timedelta(days=1)
+    assert report["last_day"] == (yesterday - timedelta(days=5)).isoformat()
+    latest = Message.objects.order_by("-received_at").first().received_at.date()
+    assert latest <= yesterday - timedelta(days=5)

@@ -1,5 +1,5 @@
 """python manage.py simulate_traffic [--days 60] [--drift-day 30] [--reviewers 3] [--per-day N]
-[--seed S] [--demo] [--if-empty] [--json]
+[--seed S] [--days-ago N] [--demo] [--if-empty] [--json]
 
 Pushes simulated traffic through the real pipeline in this process (see monitoring.simulation)
 and prints what it did and what the monitoring shows for the drifted claim types: their
@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import replace
-from datetime import date
+from datetime import date, timedelta
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
 from tqdm import tqdm
 
 from monitoring import selectors
@@ -104,6 +105,13 @@ class Command(BaseCommand):
             help="the small run of `make run` (monitoring.simulation.DEMO): 14 days, drift from day 7",
         )
         parser.add_argument(
+            "--days-ago",
+            type=int,
+            default=0,
+            help="end the simulated days this many days before yesterday (default 0), so that a later "
+            "run can continue the story: decisions must stay in time order",
+        )
+        parser.add_argument(
             "--if-empty",
             action="store_true",
             help="do nothing when the database already holds messages (what `make run` uses)",
@@ -143,8 +151,11 @@ class Command(BaseCommand):
         def progress(items, label):
             return tqdm(items, desc=label, unit="day", file=sys.stderr)
 
+        if options["days_ago"] < 0:
+            raise CommandError("--days-ago must be >= 0")
+        today = timezone.now().date() - timedelta(days=options["days_ago"])
         try:
-            report = simulate(config, progress=progress)
+            report = simulate(config, progress=progress, today=today)
         except SimulationError as exc:
             raise CommandError(str(exc)) from exc
         result = {"config": {**config.__dict__, "drift_types": list(config.drift_types)}, **report.as_dict()}
