@@ -1,31 +1,39 @@
-"""The story of issue 7, end to end on a small scale (a corpus-trained tiny model):
+"""The story of issue 7, end to end, with the real trained classifier:
 
-simulated traffic drifts (risk_free claims in euphemisms the model never saw) -> the
-disagreement alert fires for risk_free -> reviewers' decisions are exported -> a challenger is
-trained with them -> in shadow it catches the new phrasings the active model misses ->
-activation with a reason -> on later traffic the disagreement falls back.
+simulated traffic drifts (risk_free claims in euphemisms the model never saw: it misses about
+half of them) -> the disagreement alert fires for risk_free -> reviewers' decisions are
+exported -> a challenger is trained with them -> in shadow it catches the new phrasings the
+active model misses -> activation with a reason -> on later traffic the disagreement falls back.
 
-Three simulated phases (10, 8 and 8 days), one after the other, each reviewed before the next starts
+Three simulated phases of 8 days, one after the other, each reviewed before the next starts
 (the audit chain stays in time order). Everything runs through the real services: ingest,
-scoring, explanations, locks and decisions, export, training, shadow scoring, activation."""
+scoring, explanations (IG with 4 steps, to keep the test to minutes), locks and decisions,
+export, training, shadow scoring, activation. To train in about a minute, the challenger is
+fine-tuned for one epoch from the active model's weights on a stratified slice of the corpus
+plus the exported rows (the product trains from the pretrained encoder on the whole corpus)."""
 
 from __future__ import annotations
 
+import random
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
+from django.conf import settings as django_settings
 from django.utils import timezone
 
 from monitoring import selectors
 from monitoring.simulation import SimulationConfig, simulate
 from reviews.training_data import as_jsonl, training_data_export
 from scoring.classifier.training import train_and_save
-from scoring.corpus.generator import generate_drift_messages
+from scoring.corpus.generator import generate_drift_messages, read_jsonl
 from scoring.models import Message, ModelActivation, Prediction
-from scoring.services.model_versions import model_version_activate, model_version_register
+from scoring.services.model_versions import (
+    model_version_activate,
+    model_version_register,
+    train_config_from_settings,
+)
 from scoring.services.shadow import messages_shadow_score, model_version_set_shadow
-from tests.support.models import tiny_train_config
+from tests.support.models import write_jsonl
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -40,6 +48,22 @@ PHASE = {
     "error_rate": 0.0,
     "reviewers": 2,
 }
+# (claims, negatives) per split of the corpus slice the challenger is fine-tuned and measured on
+SLICE = {"train": (200, 300), "val": (150, 150), "test": (150, 150)}
+
+
+def corpus_slice(path):
+    rows = read_jsonl(django_settings.CORPUS_PATH, validate=False)
+    rng = random.Random(0)
+    picked = []
+    for split, (n_claims, n_negatives) in SLICE.items():
+        part = [row for row in rows if row["split"] == split]
+        claims = [row for row in part if row["label"] == 1]
+        negatives = [row for row in part if row["label"] == 0]
+        rng.shuffle(claims)
+        rng.shuffle(negatives)
+        picked += claims[:n_claims] + negatives[:n_negatives]
+    return write_jsonl(path, picked)
 
 
 def pooled_rate(version, *, since: str = "") -> tuple[int, int]:
@@ -54,19 +78,19 @@ def pooled_rate(version, *, since: str = "") -> tuple[int, int]:
 
 
 def test_drift_is_caught_learned_from_and_fixed_by_a_new_version(
-    corpus_tiny_version, corpus_tiny_artifact, settings, tmp_path
+    trained_model_version, trained_model_artifact, settings, tmp_path
 ):
+    settings.IG_N_STEPS = 4
+    settings.CANARY_ON_ACTIVATION = False
     settings.MONITORING_REFERENCE_DAYS = 3
-    # The reference (3 days, extended until it holds 10 reviewed risk_free messages) must end
-    # before the drift starts on day 5.
-    settings.MONITORING_REFERENCE_MIN_REVIEWED = 10
+    # The reference (3 days, extended until it holds 20 reviewed risk_free messages) ends before
+    # the drift starts on day 4.
+    settings.MONITORING_REFERENCE_MIN_REVIEWED = 20
     today = timezone.now().date()
-    active = corpus_tiny_version
+    active = trained_model_version
 
-    # 1. Traffic drifts from day 5 of the first phase: the alert fires for the drifted type.
-    first = simulate(
-        SimulationConfig(**{**PHASE, "days": 10}, drift_day=5, seed=11), today=today - timedelta(days=18)
-    )
+    # 1. Traffic drifts from day 4 of the first phase: the alert fires for the drifted type.
+    first = simulate(SimulationConfig(**PHASE, drift_day=4, seed=3), today=today - timedelta(days=18))
     alerts = [a for a in selectors.alerts(period="day", version=active) if a["claim_type"] == DRIFTED]
     assert alerts, "the disagreement alert must fire for the drifted claim type"
     assert all(a["start"] >= first.drift_day for a in alerts)
@@ -75,18 +99,16 @@ def test_drift_is_caught_learned_from_and_fixed_by_a_new_version(
     rows, summary = training_data_export()
     extra = tmp_path / "reviewed.jsonl"
     extra.write_text("".join(as_jsonl(rows)))
-    assert summary.by_label.get(DRIFTED, 0) >= 30
+    assert summary.by_label.get(DRIFTED, 0) >= 100
 
-    # 3. A challenger is trained on the corpus plus those rows (same recipe as the active one).
-    root = Path(corpus_tiny_artifact).parent.parent
-    config = tiny_train_config(
-        root / "base",
-        root / "corpus.jsonl",
-        epochs=3,
-        batch_size=32,
-        lr=5e-3,
-        patience=3,
+    # 3. A challenger is trained with them (train_classifier's configuration, see the docstring).
+    config = train_config_from_settings(
+        base_model=str(trained_model_artifact),
+        corpus_path=str(corpus_slice(tmp_path / "corpus.jsonl")),
         extra_paths=(str(extra),),
+        epochs=1,
+        lr=5e-5,
+        device="cpu",
     )
     challenger = model_version_register(
         artifact_dir=train_and_save(
@@ -107,14 +129,14 @@ def test_drift_is_caught_learned_from_and_fixed_by_a_new_version(
     drift_ids = set(
         Message.objects.filter(id__in=phase_two, body__in=drift_bodies).values_list("id", flat=True)
     )
-    assert drift_ids
+    assert len(drift_ids) >= 100
     caught = {
-        version: Prediction.objects.filter(
+        version.name: Prediction.objects.filter(
             message_id__in=drift_ids, model_version=version, flagged=True
         ).count()
         for version in (active, challenger)
     }
-    assert caught[challenger] > caught[active], caught
+    assert caught[challenger.name] > caught[active.name], caught
     assert not Message.objects.filter(routing_prediction__model_version=challenger).exists()
 
     # 5. Activation with a reason; on the third phase the drifted type's disagreement falls back.
@@ -123,7 +145,6 @@ def test_drift_is_caught_learned_from_and_fixed_by_a_new_version(
     )
     assert activation.previous == active and ModelActivation.objects.latest() == activation
     third = simulate(SimulationConfig(drift_day=1, seed=13, **PHASE), today=today)
-    challenger.refresh_from_db()
     before_x, before_n = pooled_rate(active, since=first.drift_day)
     after_x, after_n = pooled_rate(challenger)
     assert before_n and after_n and third.decided
