@@ -110,6 +110,7 @@ class SimulationReport:
     rule_hits: int = 0
     qa_samples: int = 0
     explained: int = 0
+    shadow_scored: int = 0
     decided: int = 0
     decision_errors: int = 0
     left_in_queue: int = 0
@@ -225,6 +226,7 @@ def simulate(
     from scoring.corpus.generator import generate_drift_messages, generate_traffic_messages
     from scoring.services.ingest import IncomingMessage, messages_ingest_bulk
     from scoring.services.pipeline import messages_score_batch
+    from scoring.services.shadow import messages_shadow_score
 
     config.validate()
     today = today or timezone.now().date()
@@ -327,6 +329,15 @@ def simulate(
                     message_ids=ids[chunk_start : chunk_start + settings.SCORING_BATCH_SIZE]
                 )
                 to_explain += outcome.to_explain
+            # A challenger in shadow scores the same messages, after routing (as its task would).
+            for shadow_id in ModelVersion.objects.filter(is_shadow=True, is_active=False).values_list(
+                "pk", flat=True
+            ):
+                for chunk_start in range(0, len(ids), settings.SCORING_BATCH_SIZE):
+                    report.shadow_scored += messages_shadow_score(
+                        message_ids=ids[chunk_start : chunk_start + settings.SCORING_BATCH_SIZE],
+                        version_id=shadow_id,
+                    )
             report.seconds["score"] += time.perf_counter() - started
 
             started = time.perf_counter()

@@ -5,7 +5,8 @@ dynamically padded batches under a token budget.
   every window's score is kept (WindowScore, character offsets into the text);
 - claim_type = argmax over the four claim classes in the best window (set whatever the score);
 - CUDA when available (bf16 autocast), otherwise CPU fp32; always under torch.inference_mode;
-- windows are sorted by length and batched so that batch size x longest window <= token_budget,
+- windows are sorted by length and batched so that batch size x longest window <= token_budget
+  and padding adds at most a quarter to the real tokens (windows.length_sorted_batches),
   identical windows are run once, and results come back in input order.
 
 Input the Scorer refuses, with `ScoringInputError` (its `.index` says which text, `.reason` why),

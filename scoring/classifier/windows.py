@@ -18,6 +18,10 @@ DEFAULT_WINDOW_TOKENS = 128
 DEFAULT_STRIDE = 64
 
 
+# Padded tokens a batch may add on top of its real tokens (see length_sorted_batches).
+MAX_PADDING = 0.25
+
+
 @dataclass(frozen=True)
 class Window:
     """One token window of one text: its input ids (with [CLS]/[SEP]) and character span."""
@@ -102,22 +106,33 @@ class Batch:
     padded_length: int
 
 
-def length_sorted_batches(lengths: Sequence[int], *, token_budget: int) -> Iterator[Batch]:
-    """Group items by length so that each batch pads little and holds at most `token_budget`
-    tokens once padded (batch size x longest item). An item longer than the budget runs alone.
+def length_sorted_batches(
+    lengths: Sequence[int], *, token_budget: int, max_padding: float = MAX_PADDING
+) -> Iterator[Batch]:
+    """Group items by length so that each batch holds at most `token_budget` tokens once padded
+    (batch size x longest item) and pads little: a batch is closed before an item that would make
+    its padded size exceed (1 + max_padding) x its real tokens. Without that second rule the
+    short items that precede a run of long ones would be padded to the long length (up to 5x the
+    work on a mix of chat lines and long e-mails); on a CPU smaller batches cost nothing, and on
+    a GPU the budget still fills them when lengths are close. An item longer than the budget
+    runs alone.
 
     Items are sorted by length (stable), so the caller restores the input order by index."""
     if token_budget < 1:
         raise ValueError("token_budget must be positive.")
+    if max_padding < 0:
+        raise ValueError("max_padding must be >= 0.")
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     current: list[int] = []
-    longest = 0
+    longest = real = 0
     for index in order:
         length = lengths[index]
-        if current and (len(current) + 1) * max(longest, length) > token_budget:
+        padded = (len(current) + 1) * max(longest, length)
+        if current and (padded > token_budget or padded > (1 + max_padding) * (real + length)):
             yield Batch(tuple(current), longest)
-            current, longest = [], 0
+            current, longest, real = [], 0, 0
         current.append(index)
         longest = max(longest, length)
+        real += length
     if current:
         yield Batch(tuple(current), longest)

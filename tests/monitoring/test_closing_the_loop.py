@@ -117,14 +117,15 @@ def test_drift_is_caught_learned_from_and_fixed_by_a_new_version(
     )
     assert challenger.extra_data[0]["rows"] == len(rows)
 
-    # 4. In shadow, on a second phase of drifted traffic, it flags the new phrasings the
-    #    active model misses; it routes nothing.
+    # 4. In shadow, on a second phase of drifted traffic (the simulation scores it with the
+    #    challenger too), it flags the new phrasings the active model misses; it routes nothing.
     model_version_set_shadow(version=challenger, enabled=True)
     second = simulate(SimulationConfig(drift_day=1, seed=12, **PHASE), today=today - timedelta(days=9))
     phase_two = list(
         Message.objects.filter(received_at__date__gte=second.first_day).values_list("id", flat=True)
     )
-    messages_shadow_score(message_ids=phase_two, version_id=challenger.pk)
+    assert second.shadow_scored == len(phase_two) == second.messages
+    assert messages_shadow_score(message_ids=phase_two, version_id=challenger.pk) == 0  # nothing twice
     drift_bodies = {row["body"] for row in generate_drift_messages(seed=12, n=7 * 30, claim_types=[DRIFTED])}
     drift_ids = set(
         Message.objects.filter(id__in=phase_two, body__in=drift_bodies).values_list("id", flat=True)

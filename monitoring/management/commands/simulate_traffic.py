@@ -170,7 +170,8 @@ class Command(BaseCommand):
         )
         self.stdout.write(
             f"flagged {report.flagged}, rule hits {report.rule_hits}, QA samples {report.qa_samples} "
-            f"(rate {report.qa_rate}), explained {report.explained}, decided {report.decided}, "
+            f"(rate {report.qa_rate}), explained {report.explained}, shadow-scored {report.shadow_scored}, "
+            f"decided {report.decided}, "
             f"left in the queue {report.left_in_queue}"
         )
         self.stdout.write("seconds: " + ", ".join(f"{k} {v}" for k, v in report.seconds.items()))

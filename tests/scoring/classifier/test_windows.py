@@ -92,3 +92,21 @@ def test_batches_are_sorted_by_length_so_padding_is_small():
     batches = list(length_sorted_batches(lengths, token_budget=300))
 
     assert [sorted(lengths[i] for i in b.indices) for b in batches] == [[3, 3, 3], [100, 100, 100]]
+
+
+def test_short_items_are_not_padded_to_the_long_ones_that_follow_them():
+    # 60 chat lines then 20 full windows: one 8192-token batch would pad the lines to 128.
+    lengths = [20] * 60 + [128] * 20
+
+    batches = list(length_sorted_batches(lengths, token_budget=8192))
+
+    for batch in batches:
+        real = sum(lengths[i] for i in batch.indices)
+        assert len(batch.indices) * batch.padded_length <= 1.25 * real
+    assert sorted(i for b in batches for i in b.indices) == list(range(80))
+    assert len(batches) == 2  # the budget still fills batches of equal lengths
+
+
+def test_padding_cap_must_not_be_negative():
+    with pytest.raises(ValueError, match="max_padding"):
+        list(length_sorted_batches([1, 2], token_budget=10, max_padding=-0.1))
