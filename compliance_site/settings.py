@@ -313,7 +313,8 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_WORKER_TORCH_THREADS = env_int("CELERY_WORKER_TORCH_THREADS", 0, minimum=0)  # 0: torch decides
 
 # --- Pipeline ----------------------------------------------------------------------------------
-SCORING_BATCH_SIZE = env_int("SCORING_BATCH_SIZE", 64, minimum=1)
+# Messages per scoring task: 256 keeps per-task overhead small on CPU and fills a GPU batch.
+SCORING_BATCH_SIZE = env_int("SCORING_BATCH_SIZE", 256, minimum=1)
 EXPLAIN_BATCH_SIZE = env_int("EXPLAIN_BATCH_SIZE", 8, minimum=1)
 # Queues: scoring and explaining run on GPU workers (`-Q gpu`), everything else on `default`.
 SCORING_QUEUE = env_str("SCORING_QUEUE", "gpu")
