@@ -23,7 +23,7 @@ model: migrate
 	$(PY) manage.py ensure_model
 
 # On an empty database, `make run` first simulates two weeks of traffic with drift through the
-# real pipeline (about 5 minutes on a 2-core CPU), so the queue, the records and the monitoring charts have data.
+# real pipeline (about a minute on a 2-core CPU), so the records and the monitoring charts have data.
 # DEMO=0 make run skips it.
 DEMO ?= 1
 demo: model
