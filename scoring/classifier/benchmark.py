@@ -78,13 +78,12 @@ def mixed_length_texts(
         raise ValueError(f"mix must be one of {', '.join(MIXES)}")
     rng = random.Random(seed)
     counts = {body: len(tokenizer(body, add_special_tokens=False)["input_ids"]) for body in set(bodies)}
-    texts = []
     if mix == "corpus":
         usable = sorted(body for body, count in counts.items() if count >= min_tokens)
         if not usable:
             raise ValueError(f"no body has {min_tokens} tokens or more")
         return [_cut(tokenizer, rng.choice(usable), max_tokens) for _ in range(n)]
-    ordered = sorted(counts)
+    ordered, texts = sorted(counts), []
     for _ in range(n):
         target = rng.randint(min_tokens, max_tokens)
         parts, count = [], 0
@@ -141,6 +140,8 @@ def pipeline_timing(classify, texts: Sequence[str], batch_size: int, *, progress
 
 
 def iter_texts(texts: Sequence[str]):
+    """The texts as a generator: the pipeline streams its results (for the progress bar) only
+    when it is given a generator; a list or a plain iterator is run as one call."""
     yield from texts
 
 
