@@ -2,9 +2,11 @@
 
 Rule: the threshold is the HIGHEST score t such that flagging every message with score >= t
 recalls at least `target_recall` (default 0.95, settings.THRESHOLD_TARGET_RECALL) of the claims
-in the validation split. The highest such t keeps the most precision for that recall. It is
-chosen once, on val, when a model is trained, and stored on the model version; the test split
-only reports what that threshold does. A different threshold is a new model version.
+in the validation split, overall AND within each claim type. The highest such t keeps the most
+precision for that recall; asking it of every type keeps one weak type from hiding behind the
+strong ones in the overall figure (the test-split bar is per type too). It is chosen once, on
+val, when a model is trained, and stored on the model version; the test split only reports what
+that threshold does. A different threshold is a new model version.
 """
 
 from __future__ import annotations
@@ -18,22 +20,43 @@ DEFAULT_TARGET_RECALL = 0.95
 def describe_rule(target_recall: float = DEFAULT_TARGET_RECALL) -> str:
     """The rule in words, as stored on a model version and shown in the UI."""
     return (
-        f"highest threshold with claim recall >= {target_recall:.2f} on the validation split "
-        "(a message is flagged when its score >= threshold)"
+        f"highest threshold with claim recall >= {target_recall:.2f} on the validation split, "
+        "overall and for each claim type (a message is flagged when its score >= threshold)"
     )
 
 
+def _highest_keeping(positives: list[float], target_recall: float) -> float:
+    # The k highest-scoring claims must be flagged; the k-th one's score is the highest such t.
+    positives = sorted(positives, reverse=True)
+    needed = max(1, math.ceil(target_recall * len(positives) - 1e-9))
+    return positives[needed - 1]
+
+
 def choose_threshold(
-    scores: Sequence[float], labels: Sequence[int], *, target_recall: float = DEFAULT_TARGET_RECALL
+    scores: Sequence[float],
+    labels: Sequence[int],
+    *,
+    target_recall: float = DEFAULT_TARGET_RECALL,
+    claim_types: Sequence[str | None] | None = None,
 ) -> float:
-    """The highest t with recall(score >= t) >= target_recall. `labels` are 1 (claim) / 0."""
+    """The highest t with recall(score >= t) >= target_recall over all claims and, when
+    `claim_types` is given (one per row, ignored for negatives), within each type's claims.
+    `labels` are 1 (claim) / 0. Recall only grows as t falls, so that t is the lowest of the
+    per-group highest ones."""
     if len(scores) != len(labels):
         raise ValueError(f"{len(scores)} scores but {len(labels)} labels.")
+    if claim_types is not None and len(claim_types) != len(labels):
+        raise ValueError(f"{len(claim_types)} claim types but {len(labels)} labels.")
     if not 0.0 < target_recall <= 1.0:
         raise ValueError(f"target_recall={target_recall} must be in (0, 1].")
-    positives = sorted((float(s) for s, y in zip(scores, labels, strict=True) if y == 1), reverse=True)
-    if not positives:
+    groups: dict[str | None, list[float]] = {None: []}
+    for i, (score, label) in enumerate(zip(scores, labels, strict=True)):
+        if label != 1:
+            continue
+        groups[None].append(float(score))
+        if claim_types is not None:
+            groups.setdefault(f"type:{claim_types[i]}", []).append(float(score))
+    if not groups[None]:
         raise ValueError("The validation split has no claims: no threshold can be chosen by recall.")
-    # The k highest-scoring claims must be flagged; the k-th one's score is the highest such t.
-    needed = max(1, math.ceil(target_recall * len(positives) - 1e-9))
-    return min(1.0, max(0.0, positives[needed - 1]))
+    threshold = min(_highest_keeping(group, target_recall) for group in groups.values())
+    return min(1.0, max(0.0, threshold))

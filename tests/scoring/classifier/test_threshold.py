@@ -52,3 +52,27 @@ def test_a_target_outside_zero_one_is_refused(target):
 def test_the_rule_is_described_with_its_target():
     assert "recall >= 0.97" in describe_rule(0.97)
     assert "validation" in describe_rule()
+
+
+def test_every_claim_type_must_reach_the_target_on_its_own():
+    # Overall 18 of 20 claims score >= 0.7, but type b's four claims include two low ones.
+    scores = [0.9] * 16 + [0.8, 0.7, 0.3, 0.2, 0.1]
+    labels = [1] * 20 + [0]
+    types = ["a"] * 16 + ["b", "b", "b", "b", None]
+
+    overall_only = choose_threshold(scores, labels, target_recall=0.9)
+    per_type = choose_threshold(scores, labels, target_recall=0.9, claim_types=types)
+
+    assert overall_only == pytest.approx(0.7)  # 18 of 20 overall
+    assert per_type == pytest.approx(0.2)  # type b needs all four of its claims for 0.9
+    b_scores = scores[16:20]
+    assert sum(s >= per_type for s in b_scores) / 4 >= 0.9
+
+
+def test_claim_types_must_line_up_with_the_labels():
+    with pytest.raises(ValueError, match="claim types"):
+        choose_threshold([0.5, 0.6], [1, 1], claim_types=["a"])
+
+
+def test_the_rule_names_the_per_type_condition():
+    assert "each claim type" in describe_rule()
