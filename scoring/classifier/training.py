@@ -1,6 +1,7 @@
 """Fine-tuning the claim classifier: all layers of a pretrained encoder with a 5-way head.
 
-AdamW with linear warm-up and decay, length-bucketed batches with dynamic padding, long messages
+AdamW with linear warm-up and decay (re-planned to fewer epochs when the time budget will not
+hold them all: schedule.py), length-bucketed batches with dynamic padding, long messages
 trained as the windows they are scored as (data.py), early stopping on the validation split
 (keeping the best state), bf16 autocast on GPU, fp32 on CPU, tqdm progress, seeded. The threshold
 is chosen on val by the one rule (threshold.py) and the test split is measured at it (metrics.py).
@@ -22,7 +23,7 @@ import numpy as np
 import torch
 import transformers
 from tqdm.auto import tqdm
-from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_linear_schedule_with_warmup
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from scoring.classifier.artifacts import save_artifact
 from scoring.classifier.data import (
@@ -35,6 +36,7 @@ from scoring.classifier.data import (
     read_rows,
 )
 from scoring.classifier.metrics import NOVEL, quality_bar, summarize
+from scoring.classifier.schedule import AnnealingPlan, epochs_that_fit
 from scoring.classifier.scorer import Scorer, autocast_for, resolve_device
 from scoring.classifier.threshold import choose_threshold, describe_rule
 from scoring.constants import CLASS_LABELS
@@ -170,12 +172,19 @@ def evaluate(scorer: Scorer, rows: Sequence[dict], *, desc: str, progress: bool)
     return out
 
 
+def _rule_threshold(val_rows: Sequence[dict], target_recall: float) -> float:
+    return choose_threshold(
+        [r["score"] for r in val_rows],
+        [r["label"] for r in val_rows],
+        target_recall=target_recall,
+        claim_types=[r["claim_type"] for r in val_rows],
+    )
+
+
 def selection_key(val_rows: Sequence[dict], target_recall: float) -> tuple[float, float]:
     """How early stopping compares epochs: precision on val at the threshold the rule would
     choose (what the product lives with), then mean message log loss as the tie-breaker."""
-    threshold = choose_threshold(
-        [r["score"] for r in val_rows], [r["label"] for r in val_rows], target_recall=target_recall
-    )
+    threshold = _rule_threshold(val_rows, target_recall)
     precision = summarize(val_rows, threshold)["overall"]["precision"] or 0.0
     return precision, -float(np.mean([r["nll"] for r in val_rows]))
 
@@ -236,9 +245,8 @@ def train(config: TrainConfig, *, progress: bool = True) -> TrainResult:
         },
     ]
     optimizer = torch.optim.AdamW(groups, lr=config.lr)
-    scheduler = get_linear_schedule_with_warmup(
-        optimizer, int(config.warmup_ratio * total_steps), total_steps
-    )
+    plan = AnnealingPlan(warmup_steps=int(config.warmup_ratio * total_steps), total_steps=total_steps)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, plan.factor)
 
     def make_scorer(threshold: float | None = None) -> Scorer:
         return Scorer.from_model(
@@ -255,11 +263,15 @@ def train(config: TrainConfig, *, progress: bool = True) -> TrainResult:
     history: list[dict] = []
     best_key, best_state, best_epoch, stale = None, None, 0, 0
     stopped_because = ""
+    replanned: list[dict] = []
     eval_seconds = 0.0
     seen_examples = 0
     train_seconds = 0.0
-    epochs = tqdm(range(1, config.epochs + 1), desc="epochs", disable=not progress)
-    for epoch in epochs:
+    planned_epochs = config.epochs
+    epochs = tqdm(total=config.epochs, desc="epochs", disable=not progress)
+    epoch = 0
+    while epoch < planned_epochs:
+        epoch += 1
         examples = epoch_examples(messages, negatives_per_message=config.negatives_per_message, rng=rng)
         batches = bucketed_batches(examples, batch_size=config.batch_size, rng=rng)
         # Leave time for one validation pass, the test pass (about as long) and saving.
@@ -296,6 +308,7 @@ def train(config: TrainConfig, *, progress: bool = True) -> TrainResult:
                 "seconds": round(time.monotonic() - epoch_start, 1),
             }
         )
+        epochs.update()
         epochs.set_postfix(val_precision=f"{key[0]:.3f}", val_nll=f"{-key[1]:.4f}")
         if best_key is None or key > best_key:
             best_key, best_epoch, stale = key, epoch, 0
@@ -307,17 +320,29 @@ def train(config: TrainConfig, *, progress: bool = True) -> TrainResult:
         if stale > config.patience:
             stopped_because = f"no val improvement for {stale} epochs (early stopping)"
             break
-        epoch_estimate = history[-1]["seconds"]
-        if epoch < config.epochs and time.monotonic() + epoch_estimate + 2.2 * eval_seconds + 20 > deadline:
-            stopped_because = f"another epoch would pass the time budget of {config.max_minutes} min"
-            break
+        if epoch < planned_epochs and deadline < math.inf:
+            # Leave time for the final validation and test passes and saving; re-plan to the
+            # whole epochs that still fit, so the learning rate anneals by the last of them.
+            seconds_left = deadline - time.monotonic() - (2.2 * eval_seconds + 20)
+            fits = epochs_that_fit(seconds_left=seconds_left, epoch_seconds=history[-1]["seconds"])
+            if fits == 0:
+                stopped_because = f"another epoch would pass the time budget of {config.max_minutes} min"
+                break
+            if plan.shorten(at_step=scheduler.last_epoch, total_steps=(epoch + fits) * steps_per_epoch):
+                planned_epochs = epoch + fits
+                replanned.append({"after_epoch": epoch, "epochs": planned_epochs})
+                logger.info("Re-planned to %d epochs to fit the time budget.", planned_epochs)
+    epochs.close()
+    if replanned and not stopped_because:
+        stopped_because = (
+            f"planned {config.epochs} epochs, ran {planned_epochs}: no more fitted the time budget "
+            f"of {config.max_minutes} min (the learning rate was re-planned to anneal by then)"
+        )
 
     model.load_state_dict(copy.deepcopy(best_state) if best_state is not None else model.state_dict())
     model.eval()
     val_scored = evaluate(make_scorer(), val_rows, desc="val (best)", progress=progress)
-    threshold = choose_threshold(
-        [r["score"] for r in val_scored], [r["label"] for r in val_scored], target_recall=config.target_recall
-    )
+    threshold = _rule_threshold(val_scored, config.target_recall)
     test_scored = evaluate(make_scorer(threshold), test_rows, desc="test", progress=progress)
     for row in val_scored + test_scored:
         row.pop("nll")
@@ -346,6 +371,8 @@ def train(config: TrainConfig, *, progress: bool = True) -> TrainResult:
         "training": {
             "device": str(device),
             "epochs_run": len(history),
+            "epochs_planned": config.epochs,
+            "replanned_to_fit_budget": replanned,
             "best_epoch": best_epoch,
             "history": history,
             "stopped_because": stopped_because,

@@ -139,9 +139,21 @@ def build_tiny_artifact(root: Path, *, name: str = "tiny-model", **overrides) ->
     return train_and_save(config, models_dir=root / "models", version=name, progress=False)
 
 
+# The classifier code a trained model depends on: a change to any of them retrains the cache.
+TRAINING_CODE = (
+    "training.py",
+    "schedule.py",
+    "data.py",
+    "windows.py",
+    "scorer.py",
+    "threshold.py",
+    "metrics.py",
+)
+
+
 def _code_digest() -> str:
     digest = hashlib.sha256()
-    for name in ("training.py", "data.py", "windows.py", "scorer.py", "threshold.py", "metrics.py"):
+    for name in TRAINING_CODE:
         digest.update((Path(settings.BASE_DIR) / "scoring" / "classifier" / name).read_bytes())
     return digest.hexdigest()
 

@@ -87,7 +87,10 @@ def test_the_threshold_is_chosen_on_val_by_the_rule(tiny_model_artifact):
     val = [r for r in read_eval_rows(tiny_model_artifact) if r["split"] == "val"]
 
     assert read_manifest(tiny_model_artifact)["threshold"] == choose_threshold(
-        [r["score"] for r in val], [r["label"] for r in val], target_recall=0.95
+        [r["score"] for r in val],
+        [r["label"] for r in val],
+        target_recall=0.95,
+        claim_types=[r["claim_type"] for r in val],
     )
 
 
@@ -147,6 +150,38 @@ def test_the_time_budget_stops_training_and_keeps_a_usable_model(tiny_inputs):
     assert training["epochs_run"] < 50
     assert "time budget" in training["stopped_because"]
     assert 0.0 <= result.threshold <= 1.0
+
+
+def test_a_budget_too_short_for_the_plan_re_plans_fewer_epochs_that_end_annealed(tiny_inputs, monkeypatch):
+    from scoring.classifier import training
+
+    plans, calls = [], []
+
+    class RecordedPlan(training.AnnealingPlan):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            plans.append(self)
+
+    def one_more_epoch_fits(**kwargs):
+        calls.append(kwargs)
+        return 1
+
+    monkeypatch.setattr(training, "AnnealingPlan", RecordedPlan)
+    monkeypatch.setattr(training, "epochs_that_fit", one_more_epoch_fits)
+    base, corpus = tiny_inputs
+    config = tiny_train_config(base, corpus, epochs=6, patience=6, max_minutes=60)
+
+    result = train(config, progress=False)
+
+    training_record = result.metrics["training"]
+    assert training_record["epochs_run"] == 2
+    assert training_record["replanned_to_fit_budget"] == [{"after_epoch": 1, "epochs": 2}]
+    assert "ran 2" in training_record["stopped_because"]
+    assert len(calls) == 1  # after epoch 1; epoch 2 is the last of the new plan
+    (plan,) = plans
+    steps = sum(epoch["steps"] for epoch in training_record["history"])
+    assert plan.total_steps == steps
+    assert plan.factor(steps) == 0.0 and plan.factor(steps - 1) > 0.0
 
 
 def test_early_stopping_stops_when_val_stops_improving(tiny_inputs):
