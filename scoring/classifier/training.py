@@ -1,6 +1,6 @@
 """Fine-tuning the claim classifier: all layers of a pretrained encoder with a 5-way head.
 
-AdamW with linear warm-up and decay (re-planned to fewer steps when the time budget will not
+AdamW with linear warm-up and decay (re-planned to fewer epochs when the time budget will not
 hold them all: schedule.py), length-bucketed batches with dynamic padding, long messages
 trained as the windows they are scored as (data.py), early stopping on the validation split
 (keeping the best state), bf16 autocast on GPU, fp32 on CPU, tqdm progress, seeded. The threshold
@@ -36,17 +36,13 @@ from scoring.classifier.data import (
     read_rows,
 )
 from scoring.classifier.metrics import NOVEL, quality_bar, summarize
-from scoring.classifier.schedule import AnnealingPlan, steps_that_fit
+from scoring.classifier.schedule import AnnealingPlan, epochs_that_fit
 from scoring.classifier.scorer import Scorer, autocast_for, resolve_device
 from scoring.classifier.threshold import choose_threshold, describe_rule
 from scoring.constants import CLASS_LABELS
 
 logger = logging.getLogger(__name__)
 EVAL_CHUNK = 256
-# The trainer re-plans to its time budget after this many steps of the first epoch, guessing a
-# validation pass at EVAL_STEPS_GUESS steps' time (measured here: 21 s against 1.7 s a step).
-PLAN_AFTER_STEPS = 20
-EVAL_STEPS_GUESS = 15
 MAX_LISTED_ERRORS = 60
 
 
@@ -270,41 +266,21 @@ def train(config: TrainConfig, *, progress: bool = True) -> TrainResult:
     replanned: list[dict] = []
     eval_seconds = 0.0
     seen_examples = 0
-    steps_done = 0
     train_seconds = 0.0
-
-    def fit_plan_to_budget(*, trained_seconds: float, eval_estimate: float) -> int:
-        """Shorten the plan to the steps that still fit (leaving time for the final validation
-        and test passes and saving); returns the steps that fit."""
-        seconds_left = deadline - time.monotonic() - (2.2 * eval_estimate + 20)
-        fits = steps_that_fit(
-            seconds_left=seconds_left,
-            step_seconds=trained_seconds / steps_done,
-            eval_seconds=eval_estimate,
-            steps_done=steps_done,
-            steps_per_epoch=steps_per_epoch,
-            max_steps=plan.total_steps,
-        )
-        if fits > steps_done and plan.shorten(at_step=steps_done, total_steps=fits):
-            replanned.append({"at_step": steps_done, "total_steps": fits})
-            logger.info("Re-planned to %d steps to fit the time budget.", fits)
-        return fits
-
+    planned_epochs = config.epochs
     epochs = tqdm(total=config.epochs, desc="epochs", disable=not progress)
     epoch = 0
-    while epoch < config.epochs and steps_done < plan.total_steps:
+    while epoch < planned_epochs:
         epoch += 1
         examples = epoch_examples(messages, negatives_per_message=config.negatives_per_message, rng=rng)
         batches = bucketed_batches(examples, batch_size=config.batch_size, rng=rng)
-        # A last guard under the plan: leave time for one validation pass, the test pass (about
-        # as long) and saving. Before the first evaluation its cost is unknown: assume 90 s.
+        # Leave time for one validation pass, the test pass (about as long) and saving.
+        # Before the first evaluation its cost is unknown: assume 90 s.
         reserve = 2.2 * eval_seconds + 20 if eval_seconds else 90.0
         model.train()
         epoch_start, losses = time.monotonic(), []
         steps = tqdm(batches, desc=f"epoch {epoch}", disable=not progress, leave=False)
         for batch in steps:
-            if steps_done >= plan.total_steps:
-                break  # the plan ends inside this epoch
             if time.monotonic() + reserve > deadline and losses:
                 stopped_because = f"time budget of {config.max_minutes} min reached in epoch {epoch}"
                 break
@@ -316,16 +292,7 @@ def train(config: TrainConfig, *, progress: bool = True) -> TrainResult:
             optimizer.zero_grad(set_to_none=True)
             losses.append(float(loss.detach()))
             seen_examples += len(batch)
-            steps_done += 1
             steps.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}")
-            if epoch == 1 and steps_done == PLAN_AFTER_STEPS and deadline < math.inf:
-                # Early, so a slow machine gets a whole schedule: the validation pass is not
-                # measured yet and is guessed from the step time (measured after epoch 1).
-                step_seconds = (time.monotonic() - epoch_start) / steps_done
-                fit_plan_to_budget(
-                    trained_seconds=time.monotonic() - epoch_start,
-                    eval_estimate=EVAL_STEPS_GUESS * step_seconds,
-                )
         train_seconds += time.monotonic() - epoch_start
         eval_start = time.monotonic()
         val_scored = evaluate(make_scorer(), val_rows, desc=f"val {epoch}", progress=progress)
@@ -353,18 +320,23 @@ def train(config: TrainConfig, *, progress: bool = True) -> TrainResult:
         if stale > config.patience:
             stopped_because = f"no val improvement for {stale} epochs (early stopping)"
             break
-        if (
-            steps_done < plan.total_steps
-            and deadline < math.inf
-            and fit_plan_to_budget(trained_seconds=train_seconds, eval_estimate=eval_seconds) <= steps_done
-        ):
-            stopped_because = f"another epoch would pass the time budget of {config.max_minutes} min"
-            break
+        if epoch < planned_epochs and deadline < math.inf:
+            # Leave time for the final validation and test passes and saving; re-plan to the
+            # whole epochs that still fit, so the learning rate anneals by the last of them.
+            seconds_left = deadline - time.monotonic() - (2.2 * eval_seconds + 20)
+            fits = epochs_that_fit(seconds_left=seconds_left, epoch_seconds=history[-1]["seconds"])
+            if fits == 0:
+                stopped_because = f"another epoch would pass the time budget of {config.max_minutes} min"
+                break
+            if plan.shorten(at_step=scheduler.last_epoch, total_steps=(epoch + fits) * steps_per_epoch):
+                planned_epochs = epoch + fits
+                replanned.append({"after_epoch": epoch, "epochs": planned_epochs})
+                logger.info("Re-planned to %d epochs to fit the time budget.", planned_epochs)
     epochs.close()
     if replanned and not stopped_because:
         stopped_because = (
-            f"planned {total_steps} steps ({config.epochs} epochs), ran {steps_done}: no more fitted the "
-            f"time budget of {config.max_minutes} min (the learning rate was re-planned to anneal by then)"
+            f"planned {config.epochs} epochs, ran {planned_epochs}: no more fitted the time budget "
+            f"of {config.max_minutes} min (the learning rate was re-planned to anneal by then)"
         )
 
     model.load_state_dict(copy.deepcopy(best_state) if best_state is not None else model.state_dict())
@@ -400,8 +372,6 @@ def train(config: TrainConfig, *, progress: bool = True) -> TrainResult:
             "device": str(device),
             "epochs_run": len(history),
             "epochs_planned": config.epochs,
-            "steps_planned": total_steps,
-            "steps_run": steps_done,
             "replanned_to_fit_budget": replanned,
             "best_epoch": best_epoch,
             "history": history,

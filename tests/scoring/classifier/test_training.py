@@ -152,10 +152,7 @@ def test_the_time_budget_stops_training_and_keeps_a_usable_model(tiny_inputs):
     assert 0.0 <= result.threshold <= 1.0
 
 
-@pytest.mark.parametrize("plan_after_steps", [2, 10**6], ids=["early in epoch 1", "after epoch 1"])
-def test_a_budget_too_short_for_the_plan_re_plans_fewer_steps_that_end_annealed(
-    tiny_inputs, monkeypatch, plan_after_steps
-):
+def test_a_budget_too_short_for_the_plan_re_plans_fewer_epochs_that_end_annealed(tiny_inputs, monkeypatch):
     from scoring.classifier import training
 
     plans, calls = [], []
@@ -165,32 +162,26 @@ def test_a_budget_too_short_for_the_plan_re_plans_fewer_steps_that_end_annealed(
             super().__init__(**kwargs)
             plans.append(self)
 
-    def half_an_epoch_more_fits(**kwargs):
-        # the budget holds half an epoch beyond where the first re-plan happens, no more
+    def one_more_epoch_fits(**kwargs):
         calls.append(kwargs)
-        first = calls[0]
-        return first["steps_done"] + first["steps_per_epoch"] // 2
+        return 1
 
     monkeypatch.setattr(training, "AnnealingPlan", RecordedPlan)
-    monkeypatch.setattr(training, "steps_that_fit", half_an_epoch_more_fits)
-    monkeypatch.setattr(training, "PLAN_AFTER_STEPS", plan_after_steps)
+    monkeypatch.setattr(training, "epochs_that_fit", one_more_epoch_fits)
     base, corpus = tiny_inputs
     config = tiny_train_config(base, corpus, epochs=6, patience=6, max_minutes=60)
 
     result = train(config, progress=False)
 
-    record = result.metrics["training"]
-    per_epoch = calls[0]["steps_per_epoch"]
-    planned = calls[0]["steps_done"] + per_epoch // 2
-    assert per_epoch >= 4  # the tiny corpus makes several batches, or this test proves little
-    assert calls[0]["steps_done"] == min(plan_after_steps, per_epoch)
-    assert record["steps_run"] == planned == sum(epoch["steps"] for epoch in record["history"])
-    assert record["replanned_to_fit_budget"] == [{"at_step": calls[0]["steps_done"], "total_steps": planned}]
-    assert record["epochs_run"] == -(-planned // per_epoch)  # the last, partial epoch is validated too
-    assert f"ran {planned}" in record["stopped_because"]
+    training_record = result.metrics["training"]
+    assert training_record["epochs_run"] == 2
+    assert training_record["replanned_to_fit_budget"] == [{"after_epoch": 1, "epochs": 2}]
+    assert "ran 2" in training_record["stopped_because"]
+    assert len(calls) == 1  # after epoch 1; epoch 2 is the last of the new plan
     (plan,) = plans
-    assert plan.total_steps == planned
-    assert plan.factor(planned) == 0.0 and plan.factor(planned - 1) > 0.0
+    steps = sum(epoch["steps"] for epoch in training_record["history"])
+    assert plan.total_steps == steps
+    assert plan.factor(steps) == 0.0 and plan.factor(steps - 1) > 0.0
 
 
 def test_early_stopping_stops_when_val_stops_improving(tiny_inputs):
