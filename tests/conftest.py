@@ -67,3 +67,17 @@ from tests.support.models import (  # noqa: E402, F401
     trained_model_artifact,
     trained_model_version,
 )
+
+# The first test that uses the real trained model trains it (up to 10 minutes on a 2-core CPU)
+# inside its own timeout, whichever test that is: those tests get that time on top of the
+# default (pyproject's `timeout`). A test that sets its own timeout keeps it.
+TRAINING_ALLOWANCE_S = 900
+
+
+def pytest_collection_modifyitems(config, items):
+    default = int(float(config.getini("timeout") or 0))
+    if not default:
+        return
+    for item in items:
+        if "trained_model_artifact" in item.fixturenames and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(default + TRAINING_ALLOWANCE_S))
