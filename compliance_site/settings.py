@@ -68,6 +68,13 @@ def env_float(name: str, default: float, *, low: float | None = None, high: floa
     return number
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = env_str(name, default).strip().lower()
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={value!r} must be one of {', '.join(choices)}.")
+    return value
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     value = os.environ.get(name)
     if value is None or value == "":
@@ -343,6 +350,12 @@ WINDOW_TOKENS = env_int("WINDOW_TOKENS", 128, minimum=16)
 WINDOW_STRIDE = env_int("WINDOW_STRIDE", 64, minimum=1)
 TOKEN_BUDGET = env_int("TOKEN_BUDGET", 8192, minimum=128)
 IG_N_STEPS = env_int("IG_N_STEPS", 32, minimum=2)
+# An attribution whose completeness error |delta| exceeds 0.05 is computed again with twice the
+# steps, at most this many times (32 -> 64 -> 128); 0 turns refinement off.
+IG_REFINE_DOUBLINGS = env_int("IG_REFINE_DOUBLINGS", 2, minimum=0)
+# Number format of IG's gradients (explanations.attribution): auto = bfloat16 where the device
+# has bf16 kernels, float32 elsewhere; the faithfulness check always scores in the Scorer's own.
+IG_PRECISION = env_choice("IG_PRECISION", "auto", ("auto", "float32", "bfloat16"))
 # Re-check the fixed canary set (explanations) whenever a model version is activated.
 CANARY_ON_ACTIVATION = env_bool("CANARY_ON_ACTIVATION", True)
 # The threshold rule's target (scoring.classifier.threshold): claim recall on the val split.

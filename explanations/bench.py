@@ -4,33 +4,49 @@ a naive loop, on the same messages, in one run. No Django; `bench_explain` print
 - batched (the project's path, engine.explain_messages with IG only, as the pipeline runs it):
   EXPLAIN_BATCH_SIZE messages per call; their spans go through Captum together (length-sorted,
   padded and masked, internal_batch_size under a token budget, weights frozen so the backward
-  pass computes input gradients only), and all the checks' variant texts are scored in one call.
-- naive: for each message alone, one Captum LayerIntegratedGradients call with the same n_steps
-  and baseline on the model as loaded (captum's default internal batching: all steps in one
-  forward pass; convergence delta from captum), then that message's check alone.
+  pass computes input gradients only), in IG_PRECISION (bfloat16 gradients where the device has
+  bf16 kernels: explanations.attribution), and all the checks' variant texts are scored in one
+  call.
+- naive: for each message alone, one Captum LayerIntegratedGradients call with the same n_steps,
+  quadrature (IG_METHOD) and baseline on the model as loaded (float32, captum's default internal
+  batching: all steps in one forward pass; convergence delta from captum), then that message's
+  check alone.
+
+Both run exactly n_steps: the pipeline's refinement of unconverged attributions
+(IG_REFINE_DOUBLINGS) is off here, so that both do the same work; the report gives the mean
+|convergence delta| of each and the share within IG_DELTA_TOLERANCE.
 
 Both explain the same span of each message (the driving window, widened to whole words) and
-merge sub-words the same way, so their attributions must agree: the benchmark reports the
-largest difference, and how often the two checks reach the same verdict.
+merge sub-words the same way, so their attributions must agree up to the precision: the
+benchmark reports the largest difference, the mean rank correlation of the two attributions, how
+often they put the same word on top, and how often the two checks reach the same verdict.
+`--precision float32` measures what batching alone gains.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from captum.attr import LayerIntegratedGradients
+from scipy.stats import spearmanr
 from tqdm.auto import tqdm
 
 from explanations.attribution import (
+    AUTO,
+    FLOAT32,
+    IG_DELTA_TOLERANCE,
+    IG_METHOD,
     ExplainedSpan,
     claim_probability,
     encode,
     ig_baseline,
     merge_to_words,
+    resolve_precision,
     score_fn_for,
     token_to_word,
 )
@@ -54,22 +70,33 @@ class CountingScoreFn:
 class RunResult:
     seconds: float
     word_scores: list[np.ndarray]
+    deltas: list[float]
     checks: list[FaithfulnessResult]
     texts_scored: int
+    steps: list[int] = field(default_factory=list)
 
 
 def run_batched(
-    scorer, items: Sequence[MessageToExplain], *, n_steps: int, batch_size: int, progress: bool = False
+    scorer,
+    items: Sequence[MessageToExplain],
+    *,
+    n_steps: int,
+    batch_size: int,
+    precision: str = AUTO,
+    doublings: int = 0,
+    progress: bool = False,
 ) -> RunResult:
     """The project's path, batch by batch as the pipeline's tasks run it."""
     score_fn = CountingScoreFn(scorer)
-    scores, checks = [], []
+    scores, deltas, checks, steps = [], [], [], []
     started = time.perf_counter()
     for start in tqdm(range(0, len(items), batch_size), desc="batched", disable=not progress):
         outcomes = explain_messages(
             scorer,
             items[start : start + batch_size],
             n_steps=n_steps,
+            precision=precision,
+            doublings=doublings,
             methods=(INTEGRATED_GRADIENTS,),
             attention=False,
             score_fn=score_fn,
@@ -79,11 +106,13 @@ def run_batched(
             if not result.ok:
                 raise RuntimeError(result.failure)
             scores.append(np.array([w["score"] for w in result.words]))
+            deltas.append(result.convergence_delta)
             checks.append(result.check)
-    return RunResult(time.perf_counter() - started, scores, checks, score_fn.texts)
+            steps.append(result.n_steps)
+    return RunResult(time.perf_counter() - started, scores, deltas, checks, score_fn.texts, steps)
 
 
-def naive_attribution(scorer, span: ExplainedSpan, n_steps: int) -> np.ndarray:
+def naive_attribution(scorer, span: ExplainedSpan, n_steps: int) -> tuple[np.ndarray, float]:
     """One message, one plain Captum call (the model as loaded, captum's default batching)."""
     model = scorer.model
     max_tokens = int(getattr(model.config, "max_position_embeddings", 512))
@@ -92,16 +121,18 @@ def naive_attribution(scorer, span: ExplainedSpan, n_steps: int) -> np.ndarray:
     mask = torch.ones_like(ids)
     special = torch.tensor([encoded.special], device=scorer.device)
     lig = LayerIntegratedGradients(lambda i, m: claim_probability(model, i, m), model.get_input_embeddings())
-    attributions, _delta = lig.attribute(
+    attributions, delta = lig.attribute(
         ids,
         baselines=ig_baseline(ids, special, scorer._pad_id),
         additional_forward_args=(mask,),
         n_steps=n_steps,
+        method=IG_METHOD,
         return_convergence_delta=True,
     )
     model.zero_grad(set_to_none=True)
     tokens = attributions.sum(dim=-1)[0].detach().float().cpu().numpy()
-    return merge_to_words(tokens, token_to_word(encoded, span.words), len(span.words))[0]
+    words = merge_to_words(tokens, token_to_word(encoded, span.words), len(span.words))[0]
+    return words, float(delta[0])
 
 
 def run_naive(
@@ -109,12 +140,13 @@ def run_naive(
 ) -> RunResult:
     """For each message alone: its span, one Captum call, its check alone."""
     score_fn = CountingScoreFn(scorer)
-    scores, checks = [], []
+    scores, deltas, checks = [], [], []
     started = time.perf_counter()
     for item in tqdm(items, desc="naive", disable=not progress):
         (span,) = explained_spans(scorer, [item])
-        words = naive_attribution(scorer, span, n_steps)
+        words, delta = naive_attribution(scorer, span, n_steps)
         scores.append(words)
+        deltas.append(delta)
         checks.append(
             faithfulness_check(
                 text=span.text,
@@ -124,29 +156,51 @@ def run_naive(
                 threshold=item.threshold,
             )
         )
-    return RunResult(time.perf_counter() - started, scores, checks, score_fn.texts)
+    return RunResult(time.perf_counter() - started, scores, deltas, checks, score_fn.texts)
+
+
+def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rho of two attributions of the same words (1.0 when fewer than 3 words or
+    either is constant: nothing to rank)."""
+    if len(a) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return 1.0
+    return float(spearmanr(a, b).statistic)
 
 
 def compare(
-    scorer, items: Sequence[MessageToExplain], *, n_steps: int, batch_size: int, progress: bool = False
+    scorer,
+    items: Sequence[MessageToExplain],
+    *,
+    n_steps: int,
+    batch_size: int,
+    precision: str = AUTO,
+    refinement: int = 0,
+    progress: bool = False,
 ) -> dict:
-    """Both paths on the same messages (after a short warm-up of each); the figures as a dict."""
+    """Both paths on the same messages (after a short warm-up of each); the figures as a dict.
+    With `refinement` > 0, a third run: the project's path as the pipeline runs it, unconverged
+    attributions refined up to that many doublings (keys refined_*)."""
     warm = list(items[: min(2, len(items))])
-    run_batched(scorer, warm, n_steps=n_steps, batch_size=batch_size)
+    run_batched(scorer, warm, n_steps=n_steps, batch_size=batch_size, precision=precision)
     run_naive(scorer, warm, n_steps=n_steps)
-    batched = run_batched(scorer, items, n_steps=n_steps, batch_size=batch_size, progress=progress)
+    batched = run_batched(
+        scorer, items, n_steps=n_steps, batch_size=batch_size, precision=precision, progress=progress
+    )
     naive = run_naive(scorer, items, n_steps=n_steps, progress=progress)
     n = len(items)
     differences = [
         float(np.max(np.abs(a - b))) for a, b in zip(batched.word_scores, naive.word_scores, strict=True)
     ]
+    pairs = list(zip(batched.word_scores, naive.word_scores, strict=True))
     same_verdict = np.mean([a.passed == b.passed for a, b in zip(batched.checks, naive.checks, strict=True)])
     explain_rate, naive_rate = n / batched.seconds, n / naive.seconds
-    return {
+    report = {
         "n": n,
         "n_steps": n_steps,
         "batch_size": batch_size,
         "device": str(scorer.device),
+        "ig_precision": resolve_precision(precision, scorer.device),
+        "naive_precision": FLOAT32,
         "torch_threads": torch.get_num_threads(),
         "explain_msgs_per_s": round(explain_rate, 3),
         "naive_msgs_per_s": round(naive_rate, 3),
@@ -158,6 +212,28 @@ def compare(
         "forward_equivalents_per_msg": round(2 * n_steps + 2 + batched.texts_scored / n, 1),
         "check_texts_per_msg": round(batched.texts_scored / n, 1),
         "max_abs_attribution_difference": max(differences) if differences else 0.0,
+        "mean_rank_correlation": round(float(np.mean([rank_correlation(a, b) for a, b in pairs])), 4),
+        "same_top_word_rate": float(np.mean([np.argmax(a) == np.argmax(b) for a, b in pairs])),
         "same_verdict_rate": float(same_verdict),
+        "mean_abs_delta": round(float(np.mean(np.abs(batched.deltas))), 4),
+        "naive_mean_abs_delta": round(float(np.mean(np.abs(naive.deltas))), 4),
+        "converged_rate": float(np.mean(np.abs(batched.deltas) <= IG_DELTA_TOLERANCE)),
+        "naive_converged_rate": float(np.mean(np.abs(naive.deltas) <= IG_DELTA_TOLERANCE)),
         "pass_rate": float(np.mean([c.passed for c in batched.checks])),
     }
+    if refinement:
+        refined = run_batched(
+            scorer, items, n_steps=n_steps, batch_size=batch_size, precision=precision,
+            doublings=refinement, progress=progress,
+        )  # fmt: skip
+        report.update(
+            {
+                "refine_doublings": refinement,
+                "refined_msgs_per_s": round(n / refined.seconds, 3),
+                "refined_mean_abs_delta": round(float(np.mean(np.abs(refined.deltas))), 4),
+                "refined_converged_rate": float(np.mean(np.abs(refined.deltas) <= IG_DELTA_TOLERANCE)),
+                "refined_pass_rate": float(np.mean([c.passed for c in refined.checks])),
+                "refined_steps": {str(k): v for k, v in sorted(Counter(refined.steps).items())},
+            }
+        )
+    return report

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from explanations.attribution import (
+    AUTO,
     DEFAULT_N_STEPS,
     ExplainedSpan,
     ExplanationError,
@@ -65,6 +66,7 @@ class MethodOutcome:
     rule_agreement: bool | None = None
     n_steps: int | None = None
     convergence_delta: float | None = None
+    precision: str | None = None
     compute_ms: float | None = None
     failure: str = ""
 
@@ -172,11 +174,12 @@ def checked(
     return batch_faithfulness_checks(items, score_fn, seed=seed)
 
 
-def _run_method(method: str, scorer, score_fn, n_steps: int, seed: int, jobs: list) -> list:
-    """Attribution + check for a list of (span, threshold) jobs, in one batch."""
+def _run_method(method: str, scorer, score_fn, ig: dict, seed: int, jobs: list) -> list:
+    """Attribution + check for a list of (span, threshold) jobs, in one batch; `ig`: the keyword
+    arguments of integrated_gradients."""
     spans = [span for span, _ in jobs]
     if method == INTEGRATED_GRADIENTS:
-        attributions = integrated_gradients(scorer, spans, n_steps=n_steps)
+        attributions = integrated_gradients(scorer, spans, **ig)
     elif method == OCCLUSION:
         attributions = occlusion(score_fn, spans)
     else:
@@ -190,14 +193,18 @@ def explain_messages(
     items: Sequence[MessageToExplain],
     *,
     n_steps: int = DEFAULT_N_STEPS,
+    doublings: int = 0,
+    precision: str = AUTO,
     methods: Sequence[str] = METHODS,
     attention: bool = True,
     seed: int = 0,
     score_fn: Callable[[list[str]], Sequence[float]] | None = None,
 ) -> list[MessageOutcome]:
     """Explain every message with every method, batched across messages (module docstring).
-    `score_fn` defaults to the Scorer's claim scores (attribution.claim_scores)."""
+    `n_steps`, `doublings` and `precision`: IG's (attribution.integrated_gradients). `score_fn`
+    defaults to the Scorer's claim scores (attribution.claim_scores)."""
     score_fn = score_fn or score_fn_for(scorer)
+    ig = {"n_steps": n_steps, "doublings": doublings, "precision": precision}
     spans = explained_spans(scorer, items)
     outcomes = [
         MessageOutcome(
@@ -210,7 +217,7 @@ def explain_messages(
     jobs = [(spans[i], float(items[i].threshold)) for i in ready]
     for method in methods:
         started = time.perf_counter()
-        results = _isolated(lambda js, m=method: _run_method(m, scorer, score_fn, n_steps, seed, js), jobs)
+        results = _isolated(lambda js, m=method: _run_method(m, scorer, score_fn, ig, seed, js), jobs)
         per_message_ms = (time.perf_counter() - started) * 1000.0 / max(1, len(jobs))
         for i, result in zip(ready, results, strict=True):
             outcome = outcomes[i].methods[method]
@@ -227,8 +234,9 @@ def explain_messages(
                 [(w["start"], w["end"]) for w in outcome.top_words], list(items[i].rule_spans)
             )
             if method == INTEGRATED_GRADIENTS:
-                outcome.n_steps = n_steps
+                outcome.n_steps = attribution.n_steps
                 outcome.convergence_delta = attribution.convergence_delta
+                outcome.precision = attribution.precision
     if attention:
         maps = _isolated(lambda ss: attention_maps(scorer, ss), [spans[i] for i in ready])
         for i, result in zip(ready, maps, strict=True):

@@ -25,6 +25,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from explanations.attribution import (
+    AUTO,
     ExplainedSpan,
     integrated_gradients,
     occlusion,
@@ -161,6 +162,8 @@ def compare_methods(
     threshold: float,
     selection_rows: Sequence[dict],
     n_steps: int,
+    doublings: int = 0,
+    precision: str = AUTO,
     seed: int = 0,
     progress: bool = False,
 ) -> dict[str, Any]:
@@ -188,7 +191,7 @@ def compare_methods(
         if not kept:
             continue
         spans = [s for _, s in kept]
-        ig = integrated_gradients(scorer, spans, n_steps=n_steps)
+        ig = integrated_gradients(scorer, spans, n_steps=n_steps, doublings=doublings, precision=precision)
         deltas += [a.convergence_delta for a in ig]
         maps = attention_maps(scorer, spans)
         scores_by_method: dict[str, list[Sequence[float]]] = {
@@ -255,7 +258,14 @@ def compare_methods(
 
 
 def canary_details(
-    scorer, rows: Sequence[dict], *, threshold: float, n_steps: int, progress: bool = False
+    scorer,
+    rows: Sequence[dict],
+    *,
+    threshold: float,
+    n_steps: int,
+    doublings: int = 0,
+    precision: str = AUTO,
+    progress: bool = False,
 ) -> list[dict[str, Any]]:
     """Each canary checked with the pipeline's methods: whether the model flags it, and per
     method the word attribution ([start, end, score] in the body), the check's numbers and
@@ -264,7 +274,12 @@ def canary_details(
     details: list[dict[str, Any]] = []
     for chunk in tqdm(list(_chunks(list(rows), CHUNK)), desc="canary check", disable=not progress):
         outcomes = explain_messages(
-            scorer, [MessageToExplain(r["body"], threshold) for r in chunk], n_steps=n_steps, attention=False
+            scorer,
+            [MessageToExplain(r["body"], threshold) for r in chunk],
+            n_steps=n_steps,
+            doublings=doublings,
+            precision=precision,
+            attention=False,
         )
         scores = score_fn([r["body"] for r in chunk])
         for row, outcome, score in zip(chunk, outcomes, scores, strict=True):

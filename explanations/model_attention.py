@@ -9,15 +9,22 @@ The faithfulness report puts "attention top-k" to the same deletion test as the 
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from explanations.attention import attention_rollout, exclude_padding
-from explanations.attribution import ExplainedSpan, encode, merge_to_words, model_lock, padded, token_to_word
+from explanations.attribution import (
+    ExplainedSpan,
+    eager_attention,
+    encode,
+    merge_to_words,
+    model_lock,
+    padded,
+    token_to_word,
+)
 from scoring.classifier.windows import length_sorted_batches
 
 ATTENTION_NORMALISATION = (
@@ -42,20 +49,6 @@ class AttentionMaps:
         layer_weights = self.weights[layer]
         row = (layer_weights.mean(axis=0) if head is None else layer_weights[head])[0]
         return merge_to_words(row, self.token_words, n_words)[0]
-
-
-@contextlib.contextmanager
-def eager_attention(model) -> Iterator[None]:
-    """Switch the model to eager attention (the only kind that returns weights) and back."""
-    previous = getattr(model.config, "_attn_implementation", None)
-    if previous in (None, "eager"):
-        yield
-        return
-    model.set_attn_implementation("eager")
-    try:
-        yield
-    finally:
-        model.set_attn_implementation(previous)
 
 
 def attention_maps(

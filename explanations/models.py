@@ -54,6 +54,9 @@ class Explanation(models.Model):
     rule_agreement = models.BooleanField(null=True, help_text="Matched rule phrase among the top-k words.")
     n_steps = models.PositiveSmallIntegerField(null=True, blank=True)
     convergence_delta = models.FloatField(null=True, blank=True)
+    precision = models.CharField(
+        max_length=8, blank=True, help_text="Number format of the IG gradients: float32 or bfloat16."
+    )
     compute_ms = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -66,6 +69,26 @@ class Explanation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.method} of {self.prediction_id}"
+
+    @property
+    def converged(self) -> bool | None:
+        """IG only: whether its attributions add up to F(x) - F(baseline) within the tolerance
+        (explanations.attribution.IG_DELTA_TOLERANCE); None when there is no delta."""
+        if self.convergence_delta is None:
+            return None
+        from explanations.attribution import IG_DELTA_TOLERANCE  # torch: only when asked
+
+        return abs(self.convergence_delta) <= IG_DELTA_TOLERANCE
+
+    @property
+    def delta_tolerance(self) -> float:
+        from explanations.attribution import IG_DELTA_TOLERANCE
+
+        return IG_DELTA_TOLERANCE
+
+    @property
+    def abs_convergence_delta(self) -> float | None:
+        return None if self.convergence_delta is None else abs(self.convergence_delta)
 
 
 class AttentionDiagnostic(models.Model):

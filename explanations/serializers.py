@@ -9,6 +9,11 @@ from explanations.models import Explanation
 
 class ExplanationSerializer(serializers.ModelSerializer):
     model_version = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    converged = serializers.BooleanField(
+        read_only=True,
+        allow_null=True,
+        help_text="IG only: |convergence_delta| within the tolerance (the word scores add up).",
+    )
 
     class Meta:
         model = Explanation
@@ -40,6 +45,8 @@ class ExplanationSerializer(serializers.ModelSerializer):
             "rule_agreement",
             "n_steps",
             "convergence_delta",
+            "converged",
+            "precision",
             "compute_ms",
             "created_at",
         ]

@@ -175,6 +175,9 @@ class ExplanationFactory(factory.django.DjangoModelFactory):
     threshold = factory.LazyAttribute(lambda e: e.prediction.threshold)
     passed = True
     pass_rule = "passes when comprehensiveness >= 0.10 and at least twice the random baseline"
+    n_steps = 32
+    convergence_delta = -0.012
+    precision = "bfloat16"
     verdict_text = factory.LazyAttribute(
         lambda e: (
             f"Removing the {e.k} highlighted words moves the score from {e.score_full:.2f} to "

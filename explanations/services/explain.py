@@ -65,7 +65,13 @@ def _compute(messages: Sequence[Message], scorer_factory) -> dict[int, MessageOu
             for m in group
         ]
         try:
-            results = explain_messages(scorer_factory(version), items, n_steps=settings.IG_N_STEPS)
+            results = explain_messages(
+                scorer_factory(version),
+                items,
+                n_steps=settings.IG_N_STEPS,
+                doublings=settings.IG_REFINE_DOUBLINGS,
+                precision=settings.IG_PRECISION,
+            )
         except DatabaseError:
             raise
         except Exception as exc:  # no model, corrupt artifact, ...: recorded, nothing waits forever
@@ -86,6 +92,7 @@ def _explanation_row(message: Message, outcome: MessageOutcome, result: MethodOu
         compute_ms=result.compute_ms,
         n_steps=result.n_steps,
         convergence_delta=result.convergence_delta,
+        precision=result.precision or "",
     )
     if outcome.span is not None:
         row.window_start, row.window_end = outcome.span.start, outcome.span.end

@@ -10,6 +10,7 @@ import numpy as np
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
+from explanations.attribution import FLOAT32, resolve_precision
 from explanations.corpus import CorpusUnavailable, canary_ids, read_rows
 from explanations.errors import ReportError
 from explanations.evaluation import canary_details, compare_canaries, compare_methods, flagged_rows
@@ -75,6 +76,8 @@ def faithfulness_report_create(
         threshold=version.threshold,
         selection_rows=chosen,
         n_steps=settings.IG_N_STEPS,
+        doublings=settings.IG_REFINE_DOUBLINGS,
+        precision=settings.IG_PRECISION,
         seed=seed,
         progress=progress,
     )
@@ -85,6 +88,8 @@ def faithfulness_report_create(
         "sample_source": "flagged test-split messages, seeded random order",
         "seed": seed,
         "n_steps": settings.IG_N_STEPS,
+        "ig_refine_doublings": settings.IG_REFINE_DOUBLINGS,
+        "ig_precision": resolve_precision(settings.IG_PRECISION, scorer.device),
         "threshold": version.threshold,
         "k_rule": f"{K_PERCENT} % of the words, at least {K_MIN}, at most {K_MAX}",
         "random_draws": RANDOM_DRAWS,
@@ -121,6 +126,8 @@ def _previous_details(previous: ModelVersion, ids: list[str], rows, scorer_facto
         stored
         and [d["id"] for d in stored.details] == ids
         and stored.parameters.get("n_steps") == settings.IG_N_STEPS
+        and stored.parameters.get("ig_precision", FLOAT32) == settings.IG_PRECISION
+        and stored.parameters.get("ig_refine_doublings", 0) == settings.IG_REFINE_DOUBLINGS
         and stored.parameters.get("threshold") == previous.threshold
     ):
         return stored.details, f"canary check {stored.pk} of {previous.name}"
@@ -129,6 +136,8 @@ def _previous_details(previous: ModelVersion, ids: list[str], rows, scorer_facto
         rows,
         threshold=previous.threshold,
         n_steps=settings.IG_N_STEPS,
+        doublings=settings.IG_REFINE_DOUBLINGS,
+        precision=settings.IG_PRECISION,
         progress=progress,
     )
     return details, f"computed now with {previous.name}"
@@ -154,7 +163,12 @@ def canary_check_run(
         done = CanaryCheck.objects.filter(activation=activation).first()
         if done is not None:
             return done
-    parameters: dict = {"n_steps": settings.IG_N_STEPS, "threshold": version.threshold}
+    parameters: dict = {
+        "n_steps": settings.IG_N_STEPS,
+        "ig_refine_doublings": settings.IG_REFINE_DOUBLINGS,
+        "ig_precision": settings.IG_PRECISION,
+        "threshold": version.threshold,
+    }
     record = {"model_version": version, "previous_version": previous, "activation": activation}
     try:
         rows, source = _canary_rows(corpus_path)
@@ -165,6 +179,8 @@ def canary_check_run(
             rows,
             threshold=version.threshold,
             n_steps=settings.IG_N_STEPS,
+            doublings=settings.IG_REFINE_DOUBLINGS,
+            precision=settings.IG_PRECISION,
             progress=progress,
         )
         previous_details = None

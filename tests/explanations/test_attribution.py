@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.stats import spearmanr
 
+import explanations.attribution as attribution_module
 from explanations.attribution import (
+    BFLOAT16,
+    FLOAT32,
+    IG_DELTA_TOLERANCE,
     ExplainedSpan,
     claim_scores,
     encode,
@@ -13,6 +18,7 @@ from explanations.attribution import (
     integrated_gradients,
     merge_to_words,
     occlusion,
+    resolve_precision,
     scorer_windows,
     token_to_word,
     widen_to_words,
@@ -36,7 +42,7 @@ def test_integrated_gradients_is_complete_on_the_tiny_model(tiny_scorer):
     # given a claim the tiny model scores well above its baseline
     span = whole(CLAIM)
     # when
-    (attribution,) = integrated_gradients(tiny_scorer, [span], n_steps=32)
+    (attribution,) = integrated_gradients(tiny_scorer, [span], n_steps=32, precision=FLOAT32)
     # then the attributions add up to F(x) - F(baseline), up to a small convergence delta
     gap = attribution.score - attribution.baseline_score
     assert abs(gap) > 0.05
@@ -47,8 +53,8 @@ def test_integrated_gradients_is_complete_on_the_tiny_model(tiny_scorer):
 
 def test_more_steps_do_not_make_the_convergence_delta_worse(tiny_scorer):
     span = whole(CLAIM)
-    (coarse,) = integrated_gradients(tiny_scorer, [span], n_steps=4)
-    (fine,) = integrated_gradients(tiny_scorer, [span], n_steps=64)
+    (coarse,) = integrated_gradients(tiny_scorer, [span], n_steps=4, precision=FLOAT32)
+    (fine,) = integrated_gradients(tiny_scorer, [span], n_steps=64, precision=FLOAT32)
     assert abs(fine.convergence_delta) <= abs(coarse.convergence_delta) + 1e-6
 
 
@@ -57,13 +63,58 @@ def test_a_batch_gives_each_message_the_attribution_it_gets_alone(tiny_scorer):
     texts = [CLAIM, "Guaranteed delivery, fast.", NEUTRAL * 3 + "This stock will double by March."]
     spans = [whole(t) for t in texts]
     # when
-    together = integrated_gradients(tiny_scorer, spans, n_steps=16)
-    alone = [integrated_gradients(tiny_scorer, [s], n_steps=16)[0] for s in spans]
+    together = integrated_gradients(tiny_scorer, spans, n_steps=16, precision=FLOAT32)
+    alone = [integrated_gradients(tiny_scorer, [s], n_steps=16, precision=FLOAT32)[0] for s in spans]
     # then padding is masked: the same numbers either way
     for a, b in zip(together, alone, strict=True):
         np.testing.assert_allclose(a.scores, b.scores, atol=2e-5)
         assert a.score == pytest.approx(b.score, abs=1e-5)
         assert a.convergence_delta == pytest.approx(b.convergence_delta, abs=2e-5)
+
+
+def test_bfloat16_gradients_rank_the_words_as_float32_does(tiny_scorer):
+    spans = [whole(CLAIM), whole(NEUTRAL + "This stock will double by March, guaranteed.")]
+    exact = integrated_gradients(tiny_scorer, spans, n_steps=16, precision=FLOAT32)
+    rounded = integrated_gradients(tiny_scorer, spans, n_steps=16, precision=BFLOAT16)
+    for a, b in zip(exact, rounded, strict=True):
+        assert (a.precision, b.precision) == (FLOAT32, BFLOAT16)
+        # F(x) and F(baseline) are float32 either way; only the path's gradients are rounded
+        assert (b.score, b.baseline_score) == pytest.approx((a.score, a.baseline_score), abs=1e-6)
+        assert spearmanr(a.scores, b.scores).statistic > 0.9
+        assert np.abs(a.scores - b.scores).max() < 0.05
+        assert abs(b.convergence_delta - a.convergence_delta) < 0.05
+
+
+def test_unconverged_attributions_are_refined_with_twice_the_steps(tiny_scorer):
+    spans = [whole(CLAIM), whole("Guaranteed delivery, fast."), whole(NEUTRAL)]
+    plain = integrated_gradients(tiny_scorer, spans, n_steps=2, precision=FLOAT32)
+    refined = integrated_gradients(tiny_scorer, spans, n_steps=2, doublings=4, precision=FLOAT32)
+    assert all(a.n_steps == 2 for a in plain)
+    assert any(abs(a.convergence_delta) > IG_DELTA_TOLERANCE for a in plain)  # something to refine
+    for span, before, after in zip(spans, plain, refined, strict=True):
+        if abs(before.convergence_delta) <= IG_DELTA_TOLERANCE:
+            assert after.n_steps == 2  # converged at once: left alone
+            np.testing.assert_allclose(after.scores, before.scores, atol=1e-6)
+        else:
+            assert after.n_steps in (4, 8, 16, 32)
+            assert abs(after.convergence_delta) <= IG_DELTA_TOLERANCE or after.n_steps == 32
+            assert abs(after.convergence_delta) < abs(before.convergence_delta)
+        # the number it records is the one of the steps it used
+        (again,) = integrated_gradients(tiny_scorer, [span], n_steps=after.n_steps, precision=FLOAT32)
+        assert again.convergence_delta == pytest.approx(after.convergence_delta, abs=1e-5)
+
+
+def test_the_ig_precision_is_resolved_for_the_device(monkeypatch):
+    assert resolve_precision(FLOAT32, "cpu") == FLOAT32
+    assert resolve_precision(BFLOAT16, "cpu") == BFLOAT16
+    monkeypatch.setattr(attribution_module, "native_bf16", lambda device: True)
+    assert resolve_precision("auto", "cpu") == BFLOAT16
+    monkeypatch.setattr(attribution_module, "native_bf16", lambda device: False)
+    assert resolve_precision("auto", "cpu") == FLOAT32
+    with pytest.raises(ValueError, match="float16"):
+        resolve_precision("float16", "cpu")
+    with pytest.raises(ValueError, match="doublings"):
+        integrated_gradients(None, [], doublings=-1)
 
 
 def test_the_one_word_model_gets_all_its_attribution_on_its_word(one_word):

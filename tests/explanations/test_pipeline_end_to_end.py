@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
+from explanations.attribution import IG_DELTA_TOLERANCE
 from scoring.constants import MessageStatus
 from scoring.models import Message
 from tests.conftest import require_or_skip
@@ -68,7 +69,10 @@ def test_a_flagged_message_reaches_review_with_its_explanation(
     methods = {e["method"]: e for e in data["explanations"]}
     assert set(methods) == {"integrated_gradients", "occlusion"}
     ig = methods["integrated_gradients"]
-    assert ig["status"] == "ok" and ig["n_steps"] == 8 and ig["verdict_text"] and ig["passed"] is not None
+    assert ig["status"] == "ok" and ig["verdict_text"] and ig["passed"] is not None
+    # 8 steps, refined to 16 or 32 (IG_REFINE_DOUBLINGS=2) when they left it unconverged
+    assert ig["n_steps"] in (8, 16, 32) and ig["precision"] in ("float32", "bfloat16")
+    assert abs(ig["convergence_delta"]) <= IG_DELTA_TOLERANCE or ig["n_steps"] == 32
     assert all(CLAIM[w["start"] : w["end"]] == w["word"] for w in ig["words"])
     # the neutral message was cleared without an explanation
     lunch = reviewer.get(f"/api/messages/{lunch_id}/").json()

@@ -8,6 +8,7 @@ from django.db import OperationalError
 from rest_framework.test import APIClient
 
 import explanations.engine as engine
+from explanations.attribution import IG_DELTA_TOLERANCE, resolve_precision
 from explanations.faithfulness import PASS_RULE
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationMethod, ExplanationStatus
 from explanations.services import decode_array, messages_explain_batch
@@ -78,8 +79,9 @@ def test_a_flagged_message_is_explained_checked_and_moved_to_review(tiny_model_v
         assert row.compute_ms > 0
         assert (row.window_start, row.window_end) == (0, len(message.body))
     ig = rows[ExplanationMethod.INTEGRATED_GRADIENTS]
-    assert ig.n_steps == settings.IG_N_STEPS
-    assert abs(ig.convergence_delta) < 0.01
+    assert ig.n_steps == settings.IG_N_STEPS  # converged at once: no refinement
+    assert abs(ig.convergence_delta) <= IG_DELTA_TOLERANCE
+    assert ig.precision == resolve_precision(settings.IG_PRECISION, "cpu")
     # and the attention diagnostic of the same window is stored, padding excluded
     diagnostic = AttentionDiagnostic.objects.get(prediction=message.routing_prediction)
     weights = decode_array(diagnostic.weights)
@@ -191,7 +193,7 @@ def test_a_rule_hit_the_model_did_not_flag_gets_a_verdict_that_says_so(tiny_mode
         assert row.rule_agreement is not None
 
 
-def test_the_api_shows_the_explanations_of_a_message(tiny_model_version, reviewer):
+def test_the_api_shows_the_explanations_of_a_message(tiny_model_version, reviewer, settings):
     (message,) = scored([CLAIMS[0]])
     messages_explain_batch(message_ids=[message.pk])
     client = APIClient()
@@ -202,5 +204,7 @@ def test_the_api_shows_the_explanations_of_a_message(tiny_model_version, reviewe
     assert set(methods) == {"integrated_gradients", "occlusion"}
     ig = methods["integrated_gradients"]
     assert ig["verdict_text"] and ig["pass_rule"] == PASS_RULE and ig["n_steps"] == 16
+    assert ig["converged"] is (abs(ig["convergence_delta"]) <= IG_DELTA_TOLERANCE)
+    assert ig["precision"] == resolve_precision(settings.IG_PRECISION, "cpu")
     assert ig["words"][0]["word"] == message.body[ig["words"][0]["start"] : ig["words"][0]["end"]]
     assert ig["model_version"] == tiny_model_version.name

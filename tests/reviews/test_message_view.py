@@ -58,6 +58,21 @@ def test_a_passed_check_says_the_highlight_explains_the_flag_with_its_numbers(re
     assert "0.790" in html  # comprehensiveness
 
 
+def test_the_attribution_says_whether_its_word_scores_add_up(reviewer_client):
+    message = reviewable_message()
+    html = page(reviewer_client, message)
+    assert "the word scores add up to the score change: |delta| 0.012 &le; 0.05" in html
+    assert "(32 steps, bfloat16 gradients)" in html
+    unconverged = reviewable_message(explanation=False)
+    ExplanationFactory(
+        message=unconverged, prediction=unconverged.routing_prediction, convergence_delta=0.31, n_steps=128
+    )
+    html = page(reviewer_client, unconverged)
+    assert "<strong>the word scores do not add up</strong>" in html
+    assert "|delta| 0.310 &gt; 0.05, so their sizes are approximate" in html
+    assert "(128 steps, bfloat16 gradients)" in html
+
+
 def test_a_failed_check_says_plainly_that_the_highlight_does_not_explain_the_flag(reviewer_client):
     message = reviewable_message(explanation=False)
     ExplanationFactory(message=message, prediction=message.routing_prediction, passed=False)

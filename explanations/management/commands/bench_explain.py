@@ -8,6 +8,7 @@ import numpy as np
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from explanations.attribution import IG_PRECISIONS
 from explanations.bench import compare
 from explanations.corpus import CorpusUnavailable, read_rows
 from explanations.engine import MessageToExplain
@@ -31,11 +32,23 @@ class Command(BaseCommand):
         parser.add_argument(
             "--batch-size", type=int, default=None, help="messages per batch (default: EXPLAIN_BATCH_SIZE)"
         )
+        parser.add_argument(
+            "--precision",
+            choices=IG_PRECISIONS,
+            default=None,
+            help="IG gradients of the batched path (default: IG_PRECISION; the naive loop is float32)",
+        )
+        parser.add_argument(
+            "--refinement",
+            action="store_true",
+            help="also time the pipeline's path with IG_REFINE_DOUBLINGS refinement (refined_* keys)",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", dest="as_json", help="print one JSON object")
 
-    def handle(self, *args, n, model, n_steps, batch_size, seed, as_json, **_):
+    def handle(self, *args, n, model, n_steps, batch_size, precision, refinement, seed, as_json, **_):
         n_steps = settings.IG_N_STEPS if n_steps is None else n_steps
+        precision = settings.IG_PRECISION if precision is None else precision
         batch_size = settings.EXPLAIN_BATCH_SIZE if batch_size is None else batch_size
         if n < 1 or n_steps < 2 or batch_size < 1:
             raise CommandError("--n and --batch-size must be >= 1 and --n-steps >= 2")
@@ -60,7 +73,15 @@ class Command(BaseCommand):
         items = [MessageToExplain(r["body"], version.threshold) for r in picked]
         report = {
             "model_version": version.name,
-            **compare(scorer, items, n_steps=n_steps, batch_size=batch_size, progress=True),
+            **compare(
+                scorer,
+                items,
+                n_steps=n_steps,
+                batch_size=batch_size,
+                precision=precision,
+                refinement=settings.IG_REFINE_DOUBLINGS if refinement else 0,
+                progress=True,
+            ),
         }
         if as_json:
             self.stdout.write(json.dumps(report, sort_keys=True))
