@@ -21,11 +21,11 @@ frozen meanwhile, so the backward pass computes input gradients only.
 
 Convergence. The delta is sum(token attributions) - (F(x) - F(baseline)); by the completeness
 axiom it tends to 0 as n_steps grows. The path integral is taken with the midpoint rule
-(IG_METHOD). With `doublings` > 0 (the IG_REFINE_DOUBLINGS setting, default 2), the texts whose
-|delta| exceeds IG_DELTA_TOLERANCE are computed again with twice the steps, at most `doublings`
-times (32 -> 64 -> 128); each attribution records the steps it used and its delta, converged or
-not (on the fine-tuned MiniLM, 32 steps leave most messages unconverged and 64
-converge most).
+(IG_METHOD). With `doublings` > 0 (the IG_REFINE_DOUBLINGS setting, default 2), the texts that
+have not converged (|delta| > 0.05: explanations.faithfulness.converged) are computed again with
+twice the steps, at most `doublings` times (32 -> 64 -> 128); each attribution records the steps
+it used and its delta, converged or not (on the fine-tuned MiniLM, 32 steps leave most messages
+unconverged and 64 converge most).
 
 Precision of the IG gradients (`precision`, the IG_PRECISION setting): "float32", "bfloat16", or
 "auto" (the default): bfloat16 where the device has bf16 kernels (CUDA with bf16; a CPU whose
@@ -59,7 +59,7 @@ import numpy as np
 import torch
 from captum.attr import LayerIntegratedGradients
 
-from explanations.faithfulness import Word, delete_words, split_words
+from explanations.faithfulness import Word, converged, delete_words, split_words
 from scoring.classifier.windows import Window, length_sorted_batches, make_windows
 
 DEFAULT_N_STEPS = 32
@@ -68,8 +68,6 @@ DEFAULT_N_STEPS = 32
 # |convergence delta| at 32 / 64 steps 0.195 / 0.010 with the midpoint rule, 0.389 / 0.068 with
 # captum's default Gauss-Legendre, 0.241 / 0.028 with the trapezoid rule.
 IG_METHOD = "riemann_middle"
-# Converged: |delta| <= this, on the scale of the score (a probability).
-IG_DELTA_TOLERANCE = 0.05
 # Tokens per IG forward pass (rows x padded length, interpolation steps included) and per group
 # of texts that go through Captum together.
 IG_TOKENS_PER_FORWARD = 4096
@@ -382,7 +380,7 @@ def integrated_gradients_tokens(
                     method=IG_METHOD,
                     internal_batch_size=rows_per_forward,
                 )
-            token_scores = attributions.float().sum(dim=-1).detach().float().cpu().numpy()
+            token_scores = attributions.detach().float().sum(dim=-1).cpu().numpy()
             with torch.no_grad():
                 ends = claim_probability(model, torch.cat([ids, baseline]), torch.cat([mask, mask]))
             ends = ends.float().cpu().numpy()
@@ -425,13 +423,21 @@ def integrated_gradients(
             raw[i] = (*result, steps)
         if steps >= n_steps * 2**doublings:
             break
-        todo = [i for i in todo if abs(_delta(*raw[i][:3])) > IG_DELTA_TOLERANCE]
+        todo = [i for i in todo if not converged(_delta(*raw[i][:3]))]
         steps *= 2
     out = []
     for span, enc, (tokens, full, base, used) in zip(spans, encoded, raw, strict=True):
         words, unassigned = merge_to_words(tokens, token_to_word(enc, span.words), len(span.words))
         out.append(
-            WordAttribution(words, unassigned, full, base, _delta(tokens, full, base), precision, used)
+            WordAttribution(
+                words,
+                unassigned,
+                score=full,
+                baseline_score=base,
+                convergence_delta=_delta(tokens, full, base),
+                precision=precision,
+                n_steps=used,
+            )
         )
     return out
 

@@ -14,7 +14,7 @@ a naive loop, on the same messages, in one run. No Django; `bench_explain` print
 
 Both run exactly n_steps: the pipeline's refinement of unconverged attributions
 (IG_REFINE_DOUBLINGS) is off here, so that both do the same work; the report gives the mean
-|convergence delta| of each and the share within IG_DELTA_TOLERANCE.
+|convergence delta| of each and the share that converged (faithfulness.converged).
 
 Both explain the same span of each message (the driving window, widened to whole words) and
 merge sub-words the same way, so their attributions must agree up to the precision: the
@@ -39,7 +39,6 @@ from tqdm.auto import tqdm
 from explanations.attribution import (
     AUTO,
     FLOAT32,
-    IG_DELTA_TOLERANCE,
     IG_METHOD,
     ExplainedSpan,
     claim_probability,
@@ -51,7 +50,7 @@ from explanations.attribution import (
     token_to_word,
 )
 from explanations.engine import INTEGRATED_GRADIENTS, MessageToExplain, explain_messages, explained_spans
-from explanations.faithfulness import FaithfulnessResult, faithfulness_check
+from explanations.faithfulness import FaithfulnessResult, converged, faithfulness_check
 
 
 class CountingScoreFn:
@@ -167,6 +166,14 @@ def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
     return float(spearmanr(a, b).statistic)
 
 
+def delta_figures(deltas: Sequence[float], *, prefix: str = "") -> dict[str, float]:
+    """Mean |convergence delta| and the share of attributions that add up (converged)."""
+    return {
+        f"{prefix}mean_abs_delta": round(float(np.mean(np.abs(deltas))), 4),
+        f"{prefix}converged_rate": float(np.mean([converged(d) for d in deltas])),
+    }
+
+
 def compare(
     scorer,
     items: Sequence[MessageToExplain],
@@ -215,10 +222,8 @@ def compare(
         "mean_rank_correlation": round(float(np.mean([rank_correlation(a, b) for a, b in pairs])), 4),
         "same_top_word_rate": float(np.mean([np.argmax(a) == np.argmax(b) for a, b in pairs])),
         "same_verdict_rate": float(same_verdict),
-        "mean_abs_delta": round(float(np.mean(np.abs(batched.deltas))), 4),
-        "naive_mean_abs_delta": round(float(np.mean(np.abs(naive.deltas))), 4),
-        "converged_rate": float(np.mean(np.abs(batched.deltas) <= IG_DELTA_TOLERANCE)),
-        "naive_converged_rate": float(np.mean(np.abs(naive.deltas) <= IG_DELTA_TOLERANCE)),
+        **delta_figures(batched.deltas),
+        **delta_figures(naive.deltas, prefix="naive_"),
         "pass_rate": float(np.mean([c.passed for c in batched.checks])),
     }
     if refinement:
@@ -230,8 +235,7 @@ def compare(
             {
                 "refine_doublings": refinement,
                 "refined_msgs_per_s": round(n / refined.seconds, 3),
-                "refined_mean_abs_delta": round(float(np.mean(np.abs(refined.deltas))), 4),
-                "refined_converged_rate": float(np.mean(np.abs(refined.deltas) <= IG_DELTA_TOLERANCE)),
+                **delta_figures(refined.deltas, prefix="refined_"),
                 "refined_pass_rate": float(np.mean([c.passed for c in refined.checks])),
                 "refined_steps": {str(k): v for k, v in sorted(Counter(refined.steps).items())},
             }

@@ -34,6 +34,16 @@ import numpy as np
 from scipy import stats
 
 # --- the k rule -------------------------------------------------------------------------------
+# An attribution "adds up" (IG's completeness) when |sum(attributions) - (F(x) - F(baseline))|
+# is at most this, on the scale of the score (a probability).
+IG_DELTA_TOLERANCE = 0.05
+
+
+def converged(delta: float | None) -> bool | None:
+    """Whether an attribution with this convergence delta adds up; None without a delta."""
+    return None if delta is None else abs(delta) <= IG_DELTA_TOLERANCE
+
+
 K_PERCENT = 20
 K_MIN = 1
 K_MAX = 10

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
+from explanations.faithfulness import IG_DELTA_TOLERANCE, converged
 from scoring.models import Message, ModelActivation, ModelVersion, Prediction
 
 
@@ -70,21 +71,12 @@ class Explanation(models.Model):
     def __str__(self) -> str:
         return f"{self.method} of {self.prediction_id}"
 
+    delta_tolerance = IG_DELTA_TOLERANCE
+
     @property
     def converged(self) -> bool | None:
-        """IG only: whether its attributions add up to F(x) - F(baseline) within the tolerance
-        (explanations.attribution.IG_DELTA_TOLERANCE); None when there is no delta."""
-        if self.convergence_delta is None:
-            return None
-        from explanations.attribution import IG_DELTA_TOLERANCE  # torch: only when asked
-
-        return abs(self.convergence_delta) <= IG_DELTA_TOLERANCE
-
-    @property
-    def delta_tolerance(self) -> float:
-        from explanations.attribution import IG_DELTA_TOLERANCE
-
-        return IG_DELTA_TOLERANCE
+        """IG only: whether its word scores add up to F(x) - F(baseline) (faithfulness.converged)."""
+        return converged(self.convergence_delta)
 
     @property
     def abs_convergence_delta(self) -> float | None:

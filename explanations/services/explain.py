@@ -7,6 +7,7 @@ import logging
 import zlib
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -65,13 +66,7 @@ def _compute(messages: Sequence[Message], scorer_factory) -> dict[int, MessageOu
             for m in group
         ]
         try:
-            results = explain_messages(
-                scorer_factory(version),
-                items,
-                n_steps=settings.IG_N_STEPS,
-                doublings=settings.IG_REFINE_DOUBLINGS,
-                precision=settings.IG_PRECISION,
-            )
+            results = explain_messages(scorer_factory(version), items, **ig_options())
         except DatabaseError:
             raise
         except Exception as exc:  # no model, corrupt artifact, ...: recorded, nothing waits forever
@@ -79,6 +74,16 @@ def _compute(messages: Sequence[Message], scorer_factory) -> dict[int, MessageOu
             results = [_failed(f"the explanation could not be computed: {exc}")] * len(group)
         outcomes.update({m.pk: r for m, r in zip(group, results, strict=True)})
     return outcomes
+
+
+def ig_options() -> dict[str, Any]:
+    """IG's keyword arguments from the settings (n_steps, doublings, precision): the pipeline,
+    the faithfulness report and the canary check explain alike."""
+    return {
+        "n_steps": settings.IG_N_STEPS,
+        "doublings": settings.IG_REFINE_DOUBLINGS,
+        "precision": settings.IG_PRECISION,
+    }
 
 
 def _explanation_row(message: Message, outcome: MessageOutcome, result: MethodOutcome) -> Explanation:

@@ -10,12 +10,13 @@ import numpy as np
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
-from explanations.attribution import FLOAT32, resolve_precision
+from explanations.attribution import resolve_precision
 from explanations.corpus import CorpusUnavailable, canary_ids, read_rows
 from explanations.errors import ReportError
 from explanations.evaluation import canary_details, compare_canaries, compare_methods, flagged_rows
 from explanations.faithfulness import K_MAX, K_MIN, K_PERCENT, PASS_RULE, RANDOM_DRAWS
 from explanations.models import CanaryCheck, FaithfulnessReport
+from explanations.services.explain import ig_options
 from scoring.models import ModelActivation, ModelVersion
 
 logger = logging.getLogger(__name__)
@@ -75,9 +76,7 @@ def faithfulness_report_create(
         picked,
         threshold=version.threshold,
         selection_rows=chosen,
-        n_steps=settings.IG_N_STEPS,
-        doublings=settings.IG_REFINE_DOUBLINGS,
-        precision=settings.IG_PRECISION,
+        **ig_options(),
         seed=seed,
         progress=progress,
     )
@@ -87,9 +86,8 @@ def faithfulness_report_create(
         "selection_source": "flagged val-split messages (disjoint from the test-split sample)",
         "sample_source": "flagged test-split messages, seeded random order",
         "seed": seed,
-        "n_steps": settings.IG_N_STEPS,
-        "ig_refine_doublings": settings.IG_REFINE_DOUBLINGS,
-        "ig_precision": resolve_precision(settings.IG_PRECISION, scorer.device),
+        **ig_options(),
+        "precision": resolve_precision(settings.IG_PRECISION, scorer.device),
         "threshold": version.threshold,
         "k_rule": f"{K_PERCENT} % of the words, at least {K_MIN}, at most {K_MAX}",
         "random_draws": RANDOM_DRAWS,
@@ -115,7 +113,7 @@ def _canary_rows(corpus_path: str | Path | None) -> tuple[list[dict], str]:
 
 def _previous_details(previous: ModelVersion, ids: list[str], rows, scorer_factory, progress: bool):
     """The previous version's canary results: its latest stored check of the same canaries with
-    the same n_steps, or computed now. Returns (details, where they came from)."""
+    the same IG options (ig_options), or computed now. Returns (details, where they came from)."""
     stored = (
         CanaryCheck.objects.filter(model_version=previous, error="")
         .exclude(details=[])
@@ -125,9 +123,7 @@ def _previous_details(previous: ModelVersion, ids: list[str], rows, scorer_facto
     if (
         stored
         and [d["id"] for d in stored.details] == ids
-        and stored.parameters.get("n_steps") == settings.IG_N_STEPS
-        and stored.parameters.get("ig_precision", FLOAT32) == settings.IG_PRECISION
-        and stored.parameters.get("ig_refine_doublings", 0) == settings.IG_REFINE_DOUBLINGS
+        and all(stored.parameters.get(key) == value for key, value in ig_options().items())
         and stored.parameters.get("threshold") == previous.threshold
     ):
         return stored.details, f"canary check {stored.pk} of {previous.name}"
@@ -135,9 +131,7 @@ def _previous_details(previous: ModelVersion, ids: list[str], rows, scorer_facto
         scorer_factory(previous),
         rows,
         threshold=previous.threshold,
-        n_steps=settings.IG_N_STEPS,
-        doublings=settings.IG_REFINE_DOUBLINGS,
-        precision=settings.IG_PRECISION,
+        **ig_options(),
         progress=progress,
     )
     return details, f"computed now with {previous.name}"
@@ -163,12 +157,7 @@ def canary_check_run(
         done = CanaryCheck.objects.filter(activation=activation).first()
         if done is not None:
             return done
-    parameters: dict = {
-        "n_steps": settings.IG_N_STEPS,
-        "ig_refine_doublings": settings.IG_REFINE_DOUBLINGS,
-        "ig_precision": settings.IG_PRECISION,
-        "threshold": version.threshold,
-    }
+    parameters: dict = {**ig_options(), "threshold": version.threshold}
     record = {"model_version": version, "previous_version": previous, "activation": activation}
     try:
         rows, source = _canary_rows(corpus_path)
@@ -178,9 +167,7 @@ def canary_check_run(
             scorer_factory(version),
             rows,
             threshold=version.threshold,
-            n_steps=settings.IG_N_STEPS,
-            doublings=settings.IG_REFINE_DOUBLINGS,
-            precision=settings.IG_PRECISION,
+            **ig_options(),
             progress=progress,
         )
         previous_details = None

@@ -10,7 +10,6 @@ import explanations.attribution as attribution_module
 from explanations.attribution import (
     BFLOAT16,
     FLOAT32,
-    IG_DELTA_TOLERANCE,
     ExplainedSpan,
     claim_scores,
     encode,
@@ -24,7 +23,7 @@ from explanations.attribution import (
     widen_to_words,
 )
 from explanations.engine import MessageToExplain, explained_spans
-from explanations.faithfulness import CheckInput, batch_faithfulness_checks, split_words
+from explanations.faithfulness import IG_DELTA_TOLERANCE, CheckInput, batch_faithfulness_checks, split_words
 from explanations.model_attention import attention_maps
 
 CLAIM = "Your returns are guaranteed at 8 percent every year, so sign today."

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from explanations.attribution import IG_DELTA_TOLERANCE
+from explanations.faithfulness import IG_DELTA_TOLERANCE
 from scoring.constants import MessageStatus
 from scoring.models import Message
 from tests.conftest import require_or_skip

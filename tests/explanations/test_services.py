@@ -8,8 +8,8 @@ from django.db import OperationalError
 from rest_framework.test import APIClient
 
 import explanations.engine as engine
-from explanations.attribution import IG_DELTA_TOLERANCE, resolve_precision
-from explanations.faithfulness import PASS_RULE
+from explanations.attribution import resolve_precision
+from explanations.faithfulness import IG_DELTA_TOLERANCE, PASS_RULE
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationMethod, ExplanationStatus
 from explanations.services import decode_array, messages_explain_batch
 from scoring.constants import MessageStatus
