@@ -30,6 +30,7 @@ from reviews.selectors.records import (
     decision_detail,
     decision_records,
     escalated_messages,
+    escalations_page,
     records_list,
     records_page,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "decision_records",
     "decision_snapshot",
     "escalated_messages",
+    "escalations_page",
     "explanation_for_review",
     "in_priority_order",
     "lock_held",

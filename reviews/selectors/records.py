@@ -16,7 +16,7 @@ from django.utils import timezone
 from reviews.constants import BODY_PREVIEW_CHARS, Agreement
 from reviews.hashing import HASHED_FIELDS, ChainReport, chain_verify
 from reviews.models import ReviewDecision, Verdict
-from reviews.pagination import PAGE_SIZE, Page, decode_cursor, encode_cursor
+from reviews.pagination import PAGE_SIZE, InvalidCursor, Page, decode_cursor, encode_cursor
 from scoring.constants import MessageStatus
 from scoring.models import ClaimType, Message, ModelVersion
 
@@ -46,6 +46,25 @@ def escalated_messages() -> QuerySet[Message]:
         )
         .order_by("escalated_at", "id")
     )
+
+
+def escalations_page(queryset: QuerySet[Message], *, cursor: str | None, size: int = PAGE_SIZE) -> Page:
+    """One keyset page of `escalated_messages()` (oldest escalation first)."""
+    if cursor:
+        escalated_iso, last_id = decode_cursor(cursor, types=(str, int))
+        try:
+            escalated_at = datetime.fromisoformat(escalated_iso)
+        except ValueError as exc:
+            raise InvalidCursor("The page cursor is not valid; start again from the first page.") from exc
+        queryset = queryset.filter(
+            Q(escalated_at__gt=escalated_at) | Q(escalated_at=escalated_at, id__gt=last_id)
+        )
+    rows = list(queryset[: size + 1])
+    next_cursor = None
+    if len(rows) > size:
+        rows = rows[:size]
+        next_cursor = encode_cursor([rows[-1].escalated_at.isoformat(), rows[-1].id])
+    return Page(rows, next_cursor)
 
 
 # --- Decision records (auditor) -----------------------------------------------------------------------

@@ -26,6 +26,7 @@ from reviews.selectors import (
     decision_detail,
     decision_records,
     escalated_messages,
+    escalations_page,
     records_list,
     records_page,
 )
@@ -167,4 +168,15 @@ def audit_chain(request: HttpRequest) -> HttpResponse:
 @role_required(Role.COMPLIANCE_ADMIN, write_roles=())
 @require_GET
 def escalations(request: HttpRequest) -> HttpResponse:
-    return render(request, "reviews/escalations.html", {"messages_list": list(escalated_messages()[:200])})
+    cursor = request.GET.get("cursor") or None
+    try:
+        page = escalations_page(escalated_messages(), cursor=cursor)
+    except InvalidCursor as exc:
+        return render(request, "reviews/escalations.html", {"error": str(exc)}, status=400)
+    context = {
+        "page": page,
+        "next_href": query_with(request.GET, cursor=page.next_cursor) if page.next_cursor else None,
+        "first_href": query_with(request.GET),
+        "is_first_page": cursor is None,
+    }
+    return render(request, "reviews/escalations.html", context)

@@ -253,3 +253,25 @@ def test_the_escalation_queue_makes_the_same_number_of_queries_for_1_or_10_escal
     for _ in range(9):
         ReviewDecisionFactory(reviewer=reviewer, verdict="escalate")
     assert count() == small
+
+
+def test_the_escalation_queue_is_paged_with_a_keyset_cursor(reviewer, admin_client_, monkeypatch):
+    import reviews.views.records as records_view
+    from reviews.selectors import escalations_page
+
+    monkeypatch.setattr(
+        records_view, "escalations_page", lambda qs, cursor: escalations_page(qs, cursor=cursor, size=2)
+    )
+    escalated = [ReviewDecisionFactory(reviewer=reviewer, verdict="escalate").message for _ in range(5)]
+    seen, href, pages = [], "", 0
+    while href is not None:
+        response = admin_client_.get(reverse("reviews:escalations") + href)
+        assert response.status_code == 200
+        html = response.content.decode()
+        seen += [m.external_id for m in escalated if m.external_id in html]
+        match = re.search(r'href="(\?cursor=[^"]+)" rel="next"', html)
+        href = match.group(1).replace("&amp;", "&") if match else None
+        pages += 1
+    assert pages == 3 and sorted(seen) == sorted(m.external_id for m in escalated)  # each once
+    broken = admin_client_.get(reverse("reviews:escalations") + "?cursor=not-a-cursor")
+    assert broken.status_code == 400 and "start again from the first page" in broken.content.decode()
