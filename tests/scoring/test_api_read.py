@@ -122,3 +122,20 @@ def test_an_outsider_without_a_role_cannot_read_messages(outsider):
 
 def test_anonymous_requests_are_401():
     assert APIClient().get("/api/messages/").status_code == 401
+
+
+def test_decision_records_in_the_detail_follow_the_role_table(reviewer, auditor, admin_user, service_account):
+    from tests.factories import ReviewDecisionFactory
+
+    mine = ReviewDecisionFactory(reviewer=reviewer, verdict="escalate")
+    message = mine.message
+    theirs = ReviewDecisionFactory(message=message, reviewer=admin_user, verdict="no_claim")
+
+    def decision_ids(user) -> list[int]:
+        response = client_for(user).get(f"/api/messages/{message.pk}/")
+        assert response.status_code == 200
+        return sorted(d["id"] for d in response.json()["decisions"])
+
+    assert decision_ids(auditor) == decision_ids(admin_user) == sorted([mine.pk, theirs.pk])
+    assert decision_ids(reviewer) == [mine.pk]  # their own, not the admin's second-level decision
+    assert decision_ids(service_account) == []  # the ingest service reads no records
