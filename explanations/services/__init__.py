@@ -5,6 +5,7 @@ from explanations.services.reports import (
     canary_check_enqueue,
     canary_check_for_activation,
     canary_check_run,
+    canary_comparison,
     faithfulness_report_create,
 )
 
@@ -12,6 +13,7 @@ __all__ = [
     "canary_check_enqueue",
     "canary_check_for_activation",
     "canary_check_run",
+    "canary_comparison",
     "decode_array",
     "encode_array",
     "faithfulness_report_create",

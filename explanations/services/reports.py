@@ -17,6 +17,7 @@ from explanations.evaluation import canary_details, compare_canaries, compare_me
 from explanations.faithfulness import K_MAX, K_MIN, K_PERCENT, PASS_RULE, RANDOM_DRAWS
 from explanations.models import CanaryCheck, FaithfulnessReport
 from explanations.services.explain import ig_options
+from scoring.errors import ScoringError
 from scoring.models import ModelActivation, ModelVersion
 
 logger = logging.getLogger(__name__)
@@ -111,11 +112,11 @@ def _canary_rows(corpus_path: str | Path | None) -> tuple[list[dict], str]:
     return [by_id[i] for i in ids], source
 
 
-def _previous_details(previous: ModelVersion, ids: list[str], rows, scorer_factory, progress: bool):
-    """The previous version's canary results: its latest stored check of the same canaries with
-    the same IG options (ig_options), or computed now. Returns (details, where they came from)."""
+def _canary_details_of(version: ModelVersion, ids: list[str], rows, scorer_factory, progress: bool):
+    """A version's canary results: its latest stored check of the same canaries with the same IG
+    options (ig_options), or computed now. Returns (details, where they came from)."""
     stored = (
-        CanaryCheck.objects.filter(model_version=previous, error="")
+        CanaryCheck.objects.filter(model_version=version, error="")
         .exclude(details=[])
         .order_by("-created_at", "-id")
         .first()
@@ -124,17 +125,17 @@ def _previous_details(previous: ModelVersion, ids: list[str], rows, scorer_facto
         stored
         and [d["id"] for d in stored.details] == ids
         and all(stored.parameters.get(key) == value for key, value in ig_options().items())
-        and stored.parameters.get("threshold") == previous.threshold
+        and stored.parameters.get("threshold") == version.threshold
     ):
-        return stored.details, f"canary check {stored.pk} of {previous.name}"
+        return stored.details, f"canary check {stored.pk} of {version.name}"
     details = canary_details(
-        scorer_factory(previous),
+        scorer_factory(version),
         rows,
-        threshold=previous.threshold,
+        threshold=version.threshold,
         **ig_options(),
         progress=progress,
     )
-    return details, f"computed now with {previous.name}"
+    return details, f"computed now with {version.name}"
 
 
 def canary_check_run(
@@ -172,7 +173,7 @@ def canary_check_run(
         )
         previous_details = None
         if previous is not None:
-            previous_details, parameters["previous_source"] = _previous_details(
+            previous_details, parameters["previous_source"] = _canary_details_of(
                 previous, [r["id"] for r in rows], rows, scorer_factory, progress
             )
         comparison = compare_canaries(details, previous_details)
@@ -244,3 +245,38 @@ def canary_check_enqueue(*, activation_id: int) -> bool:
         ),
     )
     return False
+
+
+def canary_comparison(
+    *,
+    baseline: ModelVersion,
+    candidate: ModelVersion,
+    corpus_path: str | Path | None = None,
+    progress: bool = False,
+    scorer_factory=_default_scorer,
+) -> dict:
+    """The fixed canary set checked with both versions (a stored check with the same IG options
+    is reused, otherwise it is computed now): each version's pass rate per method, and the rank
+    correlation of the candidate's attributions with the baseline's, with the canaries that
+    pass with the baseline and fail with the candidate. JSON-ready; when the check cannot run
+    (no corpus, no canary list, a model that cannot load) the reason is returned in `error`."""
+    try:
+        rows, source = _canary_rows(corpus_path)
+        ids = [r["id"] for r in rows]
+        before, before_source = _canary_details_of(baseline, ids, rows, scorer_factory, progress)
+        after, after_source = _canary_details_of(candidate, ids, rows, scorer_factory, progress)
+    except (ReportError, ScoringError) as exc:
+        return {"error": str(exc)}
+    compared = compare_canaries(after, before)
+    return {
+        "canaries": len(rows),
+        "canary_source": source,
+        "pass_rates": {
+            baseline.name: compare_canaries(before, None)["pass_rates"],
+            candidate.name: compared["pass_rates"],
+        },
+        "sources": {baseline.name: before_source, candidate.name: after_source},
+        "rank_correlation": compared["rank_correlation"],
+        "rank_correlations": compared["rank_correlations"],
+        "findings": compared["findings"],
+    }

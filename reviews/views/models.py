@@ -198,6 +198,18 @@ def comparison_tables(results: dict) -> list[dict]:
     return tables
 
 
+def canary_rows(results: dict) -> list[dict]:
+    """The canary check of both versions as table rows: (role, name, pass rate per method)."""
+    canary = (results or {}).get("canary") or {}
+    if not canary.get("pass_rates"):
+        return []
+    names = [results["baseline"]["name"], results["candidate"]["name"]]
+    return [
+        {"role": role, "name": name, "pass_rates": canary["pass_rates"].get(name, {})}
+        for role, name in zip(("reference", "challenger"), names, strict=True)
+    ]
+
+
 @role_required(*READ, write_roles=WRITE)
 @require_GET
 def comparison_detail(request: HttpRequest, pk: int) -> HttpResponse:
@@ -206,6 +218,7 @@ def comparison_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "comparison": comparison,
         "tables": comparison_tables(comparison.results),
+        "canary_rows": canary_rows(comparison.results),
         "results": comparison.results,
     }
     return render(request, template, context)

@@ -45,8 +45,10 @@ def model_comparison_request(
 def model_comparison_run(
     *, comparison_id: int, since: datetime | None = None, drift_n: int = 200
 ) -> ModelComparison:
-    """Compute a pending (or re-delivered running) comparison and store its results; a failure
-    is stored with its reason. A finished comparison is left as it is."""
+    """Compute a pending (or re-delivered running) comparison and store its results, the canary
+    faithfulness check of both versions among them; a failure is stored with its reason. A
+    finished comparison is left as it is."""
+    from explanations.services import canary_comparison
     from scoring.corpus.generator import read_jsonl
 
     claimed = ModelComparison.objects.filter(
@@ -63,6 +65,7 @@ def model_comparison_run(
             since=since,
             drift_n=drift_n,
         )
+        results["canary"] = canary_comparison(baseline=comparison.baseline, candidate=comparison.candidate)
     except Exception as exc:
         logger.exception("comparison %s failed", comparison_id)
         comparison.status, comparison.error = ModelComparison.Status.FAILED, f"{type(exc).__name__}: {exc}"

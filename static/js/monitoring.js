@@ -449,7 +449,9 @@
     var traces = Object.keys(reviewers).sort().map(function (name) {
       return { type: "bar", name: name, x: reviewers[name].x, y: reviewers[name].y };
     });
-    Plotly.newPlot(el("chart-queue"), traces, layout("Decisions per reviewer per day (last " + data.days + " days)", { barmode: "stack" }), PLOT_CONFIG);
+    Plotly.newPlot(el("chart-queue"), traces, layout("Decisions per reviewer per day (last " + data.days + " days)", {
+      barmode: "stack", shapes: activationShapes(data.activations), annotations: activationNotes(data.activations)
+    }), PLOT_CONFIG);
     table("table-queue", "Decisions per reviewer per day", ["day", "reviewer", "decisions"],
       data.decisions_per_reviewer_per_day.map(function (r) { return [r.day, r.reviewer, { text: r.n, num: true }]; }));
   }

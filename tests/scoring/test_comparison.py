@@ -89,7 +89,7 @@ def test_comparing_a_version_with_itself_is_refused(tiny_model_version):
 
 
 def test_the_command_stores_the_comparison_and_prints_json(
-    tiny_model_version, flag_everything, capsys, settings
+    tiny_model_version, flag_everything, capsys, settings, client, admin_user
 ):
     call_command("compare_models", tiny_model_version.name, flag_everything.name, "--drift", "0", "--json")
 
@@ -98,6 +98,18 @@ def test_the_command_stores_the_comparison_and_prints_json(
     assert stored.status == ModelComparison.Status.DONE
     assert printed["candidate"]["name"] == flag_everything.name
     assert "test_in_distribution" in printed["sets"]
+    # the canary check with both versions: they share the artifact, so the same attributions
+    canary = printed["canary"]
+    assert canary["canaries"] > 0 and "error" not in canary
+    assert set(canary["pass_rates"]) == {tiny_model_version.name, flag_everything.name}
+    assert set(canary["pass_rates"][flag_everything.name]) == {"integrated_gradients", "occlusion"}
+    assert canary["rank_correlation"] == pytest.approx(1.0)
+    # and the comparison page shows per-type precision and the canary check
+    client.force_login(admin_user)
+    page = client.get(f"/review/models/comparisons/{stored.pk}/").content.decode()
+    assert "guaranteed_returns: recall / precision" in page
+    assert "Canary faithfulness check" in page and f"The {canary['canaries']} fixed canaries" in page
+    assert "<strong>1.000</strong>" in page
 
 
 def test_an_unknown_version_name_is_a_clear_error(tiny_model_version):

@@ -69,3 +69,15 @@ class Command(BaseCommand):
                     recall, precision = _fmt(stats["recall"]), _fmt(stats["precision"])
                     self.stdout.write(f"      {code:<26} recall {recall}  precision {precision}")
             self.stdout.write(f"  they disagree on {results['disagreement_counts'][label]} messages")
+        canary = results.get("canary") or {}
+        if canary.get("error"):
+            self.stdout.write(f"\ncanary check: could not run: {canary['error']}")
+        elif canary:
+            self.stdout.write(f"\ncanary check ({canary['canaries']} canaries):")
+            for name in (a, b):
+                rates = "  ".join(f"{m} {_fmt(r)}" for m, r in canary["pass_rates"].get(name, {}).items())
+                self.stdout.write(f"  {name:<40} pass rates: {rates}")
+            self.stdout.write(
+                f"  rank correlation of {b}'s attributions with {a}'s: {_fmt(canary['rank_correlation'])}; "
+                f"{len(canary['findings'])} canary checks pass with {a} and fail with {b}"
+            )

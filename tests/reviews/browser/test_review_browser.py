@@ -174,3 +174,33 @@ def test_markup_in_attention_tokens_is_shown_as_text_in_the_heat_map(new_page, p
     assert page.locator("#attention-plot a").count() == 0
     assert page.dialogs == []
     screenshot(page, "attention-token-markup-as-text")
+
+
+TIMELINE_CHARTS = (
+    "chart-disagreement",
+    "chart-length",
+    "chart-scores",
+    "chart-rules",
+    "chart-explanations",
+    "chart-queue",
+)
+
+
+def test_every_timeline_chart_of_the_monitoring_page_marks_the_activation(new_page, people):
+    from scoring.models import ModelActivation
+    from tests.factories import ModelVersionFactory
+
+    version = ModelVersionFactory(name="v-marked", is_active=True)
+    activation = ModelActivation.objects.create(model_version=version, reason="the first version")
+    UserFactory(username="carl_admin", role="compliance_admin")
+    page = new_page()
+    sign_in(page, "carl_admin")
+    page.goto("/monitoring/")
+    for chart in TIMELINE_CHARTS:
+        page.wait_for_function(
+            """([id, at]) => { const c = document.getElementById(id);
+                return !!(c && c.layout && (c.layout.shapes || []).some(
+                  s => s.type === "line" && s.yref === "paper" && s.x0 === at)); }""",
+            arg=[chart, activation.activated_at.isoformat()],
+        )
+    screenshot(page, "monitoring-activation-markers")
