@@ -60,6 +60,7 @@ ROUTES: list[Route] = [
     Route("healthz", "get", url("healthz"), EVERYONE),
     Route("login", "get", url("login"), EVERYONE),
     Route("password_change", "get", url("password_change"), SIGNED_IN),
+    Route("password_change_done", "get", url("password_change_done"), SIGNED_IN),
     Route("reviews:queue", "get", url("reviews:queue"), R({REVIEWER, ADMIN})),
     Route("reviews:queue", "post", url("reviews:queue"), R()),
     Route("reviews:next", "post", url("reviews:next"), R({REVIEWER})),
