@@ -38,15 +38,14 @@ def current_database_url() -> str:
     raise RuntimeError(f"no worker support for {connection.vendor}")
 
 
-class WorkerProcess:
-    """A real `celery worker` process on `broker_url` and this process's database, in its own
-    process group so that kill() reaches its pool children too."""
+class CeleryProcess:
+    """A real `celery` process on `broker_url` and this process's database, in its own process
+    group so that kill() reaches its pool children too. Subclasses give the command line."""
 
-    def __init__(
-        self, *, broker_url: str, queues: str = "gpu,default", name: str = "worker", log_dir: Path, **env: str
-    ) -> None:
+    ready_marker = b""
+
+    def __init__(self, *, broker_url: str, name: str, log_dir: Path, **env: str) -> None:
         self.broker_url = broker_url
-        self.queues = queues
         self.name = name
         self.env = env
         self.process: subprocess.Popen | None = None
@@ -54,7 +53,10 @@ class WorkerProcess:
         self.log_path = log_dir / f"{name}-{os.getpid()}-{time.time_ns()}.log"
         self._log = None
 
-    def start(self, *, timeout: float = 90) -> WorkerProcess:
+    def argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def start(self, *, timeout: float = 90) -> CeleryProcess:
         env = {
             **os.environ,
             "DATABASE_URL": current_database_url(),
@@ -64,26 +66,7 @@ class WorkerProcess:
         }
         self._log = self.log_path.open("ab")
         self.process = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "compliance_site",
-                "worker",
-                "-Q",
-                self.queues,
-                "--pool",
-                "prefork",
-                "--concurrency",
-                "1",
-                "--without-gossip",
-                "--without-mingle",
-                "-n",
-                f"{self.name}-{os.getpid()}@%h",
-                "--loglevel",
-                "INFO",
-            ],
+            [sys.executable, "-m", "celery", "-A", "compliance_site", *self.argv()],
             cwd=settings.BASE_DIR,
             env=env,
             stdout=self._log,
@@ -91,19 +74,19 @@ class WorkerProcess:
             start_new_session=True,
         )
         wait_until(
-            lambda: b" ready." in self.log_path.read_bytes() or self.process.poll() is not None,
+            lambda: self.ready_marker in self.log_path.read_bytes() or self.process.poll() is not None,
             timeout=timeout,
-            what=f"celery worker {self.name} to be ready",
+            what=f"celery {self.name} to be ready",
         )
         if self.process.poll() is not None:
-            raise RuntimeError(f"worker exited at start:\n{self.log()}")
+            raise RuntimeError(f"{self.name} exited at start:\n{self.log()}")
         return self
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
     def kill(self) -> None:
-        """SIGKILL the worker and its pool children at once: no chance to ack or requeue."""
+        """SIGKILL the process and its children at once: no chance to ack or requeue."""
         if self.process and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
@@ -119,3 +102,51 @@ class WorkerProcess:
         if self._log:
             self._log.close()
             self._log = None
+
+
+class WorkerProcess(CeleryProcess):
+    """A `celery worker` (prefork, concurrency 1) consuming `queues`."""
+
+    ready_marker = b" ready."
+
+    def __init__(
+        self, *, broker_url: str, queues: str = "gpu,default", name: str = "worker", log_dir: Path, **env: str
+    ) -> None:
+        super().__init__(broker_url=broker_url, name=name, log_dir=log_dir, **env)
+        self.queues = queues
+
+    def argv(self) -> list[str]:
+        return [
+            "worker",
+            "-Q",
+            self.queues,
+            "--pool",
+            "prefork",
+            "--concurrency",
+            "1",
+            "--without-gossip",
+            "--without-mingle",
+            "-n",
+            f"{self.name}-{os.getpid()}@%h",
+            "--loglevel",
+            "INFO",
+        ]
+
+
+class BeatProcess(CeleryProcess):
+    """`celery beat`: publishes the periodic tasks (the gatherer, the sweeper, the monitoring
+    refresh) with its own schedule file, so it never shares state with another beat."""
+
+    ready_marker = b"beat: Starting..."
+
+    def __init__(self, *, broker_url: str, name: str = "beat", log_dir: Path, **env: str) -> None:
+        super().__init__(broker_url=broker_url, name=name, log_dir=log_dir, **env)
+        self.schedule_path = log_dir / f"{name}-{os.getpid()}-{time.time_ns()}.schedule"
+
+    def argv(self) -> list[str]:
+        return ["beat", "--schedule", str(self.schedule_path), "--loglevel", "INFO"]
+
+    def stop(self) -> None:
+        super().stop()
+        for leftover in self.schedule_path.parent.glob(f"{self.schedule_path.name}*"):
+            leftover.unlink(missing_ok=True)

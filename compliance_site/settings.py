@@ -326,12 +326,19 @@ EXPLAIN_BATCH_SIZE = env_int("EXPLAIN_BATCH_SIZE", 8, minimum=1)
 # Queues: scoring and explaining run on GPU workers (`-Q gpu`), everything else on `default`.
 SCORING_QUEUE = env_str("SCORING_QUEUE", "gpu")
 EXPLAIN_QUEUE = env_str("EXPLAIN_QUEUE", "gpu")
+# Single messages wait in `received` until the gatherer (beat) batches them: at most this long
+# at light load, and many per task under a stream of single POSTs.
+GATHER_INTERVAL_SECONDS = env_float("GATHER_INTERVAL_SECONDS", 0.5, low=0.05)
 SWEEP_INTERVAL_SECONDS = env_float("SWEEP_INTERVAL_SECONDS", 5.0, low=0.1)
-# A `received` message older than this was not published (broker down): the sweeper queues it.
-SWEEP_GRACE_SECONDS = env_float("SWEEP_GRACE_SECONDS", 3.0, low=0.0)
 # A `queued`/`scored` message older than this lost its task: the sweeper re-enqueues it.
 STUCK_AFTER_SECONDS = env_int("STUCK_AFTER_SECONDS", 300, minimum=1)
 CELERY_BEAT_SCHEDULE = {
+    "gather-singles": {
+        "task": "scoring.tasks.gather",
+        "schedule": GATHER_INTERVAL_SECONDS,
+        # Ticks a busy or absent worker did not take expire rather than pile up.
+        "options": {"expires": max(GATHER_INTERVAL_SECONDS * 4, 2.0)},
+    },
     "sweep-pipeline": {
         "task": "scoring.tasks.sweep",
         "schedule": SWEEP_INTERVAL_SECONDS,

@@ -65,10 +65,20 @@ def compare_models(comparison_id: int) -> str:
     return model_comparison_run(comparison_id=comparison_id).status
 
 
+@shared_task(ignore_result=True)
+def gather() -> int:
+    """Periodic (celery beat, every GATHER_INTERVAL_SECONDS): queue the single messages waiting
+    in `received` in batches of up to SCORING_BATCH_SIZE. A lost tick is harmless: the next one
+    finds the same messages."""
+    from scoring.services.queueing import messages_gather
+
+    return messages_gather()
+
+
 @shared_task(acks_late=True, ignore_result=True)
 def sweep() -> dict[str, int]:
     """Periodic (celery beat): re-enqueue work stuck too long, so nothing is ever lost."""
-    from scoring.services.pipeline import messages_sweep
+    from scoring.services.queueing import messages_sweep
     from scoring.services.shadow import shadow_sweep
 
     result = {**vars(messages_sweep()), "shadow_requeued": shadow_sweep()}

@@ -1,9 +1,10 @@
 """Ingestion: a message is persisted before anything else happens, and never twice.
 
 `external_id` is the idempotency key: the same id with the same body returns the stored
-message; the same id with a different body is a conflict. Scoring is requested only after
-the transaction commits; when the broker is down the message simply stays `received` and the
-sweeper queues it later (scoring.services.pipeline.messages_sweep)."""
+message; the same id with a different body is a conflict. A single message is stored
+`received` and left to the periodic gatherer, which batches whatever is waiting; a bulk request
+publishes its batches as soon as its transaction commits. When the broker is down a message
+simply stays `received` and the next gather queues it (scoring.services.queueing)."""
 
 from __future__ import annotations
 
@@ -100,15 +101,16 @@ def _existing_outcome(existing: Message, item: IncomingMessage) -> IngestOutcome
 def _request_scoring(message_ids: list[int]) -> None:
     if not message_ids:
         return
-    from scoring.services.pipeline import messages_enqueue_scoring
+    from scoring.services.queueing import messages_enqueue_scoring
 
     transaction.on_commit(lambda: messages_enqueue_scoring(message_ids=message_ids))
 
 
 def message_ingest(*, item: IncomingMessage, submitted_by: AbstractBaseUser | None = None) -> IngestOutcome:
-    """Store one message (or return the identical stored one) and request its scoring after
-    commit. Raises IngestInvalid for a bad message and IngestConflict for a reused external id
-    with another body. Safe under concurrency: the unique external_id decides who created it."""
+    """Store one message (or return the identical stored one) as `received`, where the periodic
+    gatherer picks it up in its next batch (GATHER_INTERVAL_SECONDS). Raises IngestInvalid for a
+    bad message and IngestConflict for a reused external id with another body. Safe under
+    concurrency: the unique external_id decides who created it."""
     validate_incoming(item)
     existing = Message.objects.filter(external_id=item.external_id).first()
     if existing is not None:
@@ -117,7 +119,6 @@ def message_ingest(*, item: IncomingMessage, submitted_by: AbstractBaseUser | No
         with transaction.atomic():
             message = _new_message(item, submitted_by)
             message.save()
-            _request_scoring([message.pk])
     except IntegrityError:
         # Another request created the same external_id between our read and our insert.
         existing = Message.objects.get(external_id=item.external_id)

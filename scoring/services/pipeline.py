@@ -1,17 +1,17 @@
-"""The scoring pipeline: enqueue, score in batches, route, and sweep what got stuck.
+"""The scoring step: score a batch, store predictions and rule matches, route each message.
 
 Exactly-once scoring rests on three guards rather than on the broker: a message is scored
-only from `received`/`queued` (an atomic conditional claim), a Prediction is unique per
-(message, model version), and all writes of a batch happen in one transaction. A task that is
-delivered twice (a killed worker, a sweeper re-enqueue) therefore finds nothing left to do."""
+only from `received`/`queued` (rows locked and re-read inside the writing transaction), a
+Prediction is unique per (message, model version), and all writes of a batch happen in one
+transaction. A task that is delivered twice (a killed worker, a sweeper re-enqueue) therefore
+finds nothing left to do. How tasks are published: scoring.services.queueing."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -21,119 +21,12 @@ from scoring import routing
 from scoring.constants import MessageStatus
 from scoring.errors import ModelNotReady, ScoringInputError
 from scoring.models import ClaimType, Message, ModelVersion, Prediction, RuleMatch
+from scoring.services.queueing import messages_enqueue_explanation
+from scoring.services.transitions import path_fields
 
 logger = logging.getLogger(__name__)
 
 SCORABLE = (MessageStatus.RECEIVED, MessageStatus.QUEUED)
-
-
-def _chunks(ids: Sequence[int], size: int) -> Iterable[list[int]]:
-    for start in range(0, len(ids), size):
-        yield list(ids[start : start + size])
-
-
-def messages_enqueue_scoring(*, message_ids: Sequence[int]) -> int:
-    """Publish scoring tasks of up to SCORING_BATCH_SIZE ids and mark those messages queued.
-
-    A message is marked queued only after its task was published; when the broker is down
-    the publish fails, the message stays `received`, and the sweeper tries again later.
-    Returns the number of messages published."""
-    from scoring.tasks import score_batch
-
-    published = 0
-    for chunk in _chunks(list(message_ids), settings.SCORING_BATCH_SIZE):
-        try:
-            score_batch.apply_async(args=[chunk], queue=settings.SCORING_QUEUE, retry=False)
-        except Exception as exc:
-            logger.warning("broker unavailable, %d messages stay received: %s", len(chunk), exc)
-            return published
-        Message.objects.filter(id__in=chunk, status=MessageStatus.RECEIVED).update(
-            status=MessageStatus.QUEUED, queued_at=timezone.now(), updated_at=timezone.now()
-        )
-        published += len(chunk)
-    return published
-
-
-@dataclass(frozen=True)
-class SweepResult:
-    received_enqueued: int
-    stuck_requeued: int
-    explanations_requeued: int
-
-
-def messages_sweep(*, now=None, limit: int = 20_000) -> SweepResult:
-    """Re-enqueue work that waits too long, so a broker outage delays work but never loses it:
-    `received` messages older than the grace period (their publish failed or never ran),
-    `queued` messages older than STUCK_AFTER_SECONDS (their task may be lost), and flagged
-    `scored` messages whose explanation never came. Waiting is never a failure: a duplicate
-    task is a cheap no-op (scoring is idempotent); only a worker that repeatedly starts and
-    never finishes a message fails it (see messages_score_batch)."""
-    now = now or timezone.now()
-    grace = now - timedelta(seconds=settings.SWEEP_GRACE_SECONDS)
-    stuck_before = now - timedelta(seconds=settings.STUCK_AFTER_SECONDS)
-
-    received_ids = list(
-        Message.objects.filter(status=MessageStatus.RECEIVED, created_at__lt=grace)
-        .order_by("id")
-        .values_list("id", flat=True)[:limit]
-    )
-    received_enqueued = messages_enqueue_scoring(message_ids=received_ids) if received_ids else 0
-
-    stuck_ids = list(
-        Message.objects.filter(status=MessageStatus.QUEUED, queued_at__lt=stuck_before)
-        .order_by("id")
-        .values_list("id", flat=True)[:limit]
-    )
-    stuck_requeued = _republish(stuck_ids, now=now)
-    explanations_requeued = _sweep_explanations(stuck_before=stuck_before, limit=limit)
-    return SweepResult(received_enqueued, stuck_requeued, explanations_requeued)
-
-
-def _republish(ids: list[int], *, now) -> int:
-    """Publish scoring tasks again for messages that are already queued; a failed publish
-    leaves them for the next sweep."""
-    from scoring.tasks import score_batch
-
-    published = 0
-    for chunk in _chunks(ids, settings.SCORING_BATCH_SIZE):
-        try:
-            score_batch.apply_async(args=[chunk], queue=settings.SCORING_QUEUE, retry=False)
-        except Exception as exc:
-            logger.warning("broker unavailable while sweeping: %s", exc)
-            break
-        Message.objects.filter(id__in=chunk, status=MessageStatus.QUEUED).update(
-            queued_at=now, updated_at=now
-        )
-        published += len(chunk)
-    return published
-
-
-def _sweep_explanations(*, stuck_before, limit: int) -> int:
-    waiting = list(
-        Message.objects.filter(status=MessageStatus.SCORED, scored_at__lt=stuck_before)
-        .order_by("id")
-        .values_list("id", flat=True)[:limit]
-    )
-    if not waiting:
-        return 0
-    Message.objects.filter(id__in=waiting, status=MessageStatus.SCORED).update(scored_at=timezone.now())
-    return messages_enqueue_explanation(message_ids=waiting)
-
-
-def messages_enqueue_explanation(*, message_ids: Sequence[int]) -> int:
-    """Publish explanation tasks in batches of EXPLAIN_BATCH_SIZE; a failed publish is left to
-    the sweeper (the messages stay `scored`)."""
-    from explanations.tasks import explain_batch
-
-    published = 0
-    for chunk in _chunks(list(message_ids), settings.EXPLAIN_BATCH_SIZE):
-        try:
-            explain_batch.apply_async(args=[chunk], queue=settings.EXPLAIN_QUEUE, retry=False)
-        except Exception as exc:
-            logger.warning("broker unavailable, %d explanations wait for the sweeper: %s", len(chunk), exc)
-            break
-        published += len(chunk)
-    return published
 
 
 def active_model_version() -> ModelVersion:
@@ -243,7 +136,8 @@ def messages_score_batch(
                 reason = (
                     str(result) if isinstance(result, ScoringInputError) else f"scoring error: {result!r}"
                 )
-                message.status, message.status_reason, message.failed_at = MessageStatus.FAILED, reason, now
+                _move(message, [MessageStatus.FAILED], now)
+                message.status_reason = reason
                 updates.append(message)
                 failed += 1
                 continue
@@ -263,14 +157,13 @@ def messages_score_batch(
             message.has_rule_hit = bool(hits[message.pk])
             message.route_reason = decided.reason
             message.is_qa_sample = decided.is_qa_sample
-            message.scored_at = now
             if decided.needs_explanation:
-                message.status = MessageStatus.SCORED
+                _move(message, [MessageStatus.SCORED], now)
                 to_explain.append(message.pk)
             elif decided.to_review:
-                message.status, message.in_review_at = MessageStatus.IN_REVIEW, now
+                _move(message, [MessageStatus.SCORED, MessageStatus.IN_REVIEW], now)
             else:
-                message.status, message.cleared_at = MessageStatus.CLEARED, now
+                _move(message, [MessageStatus.SCORED, MessageStatus.CLEARED], now)
             updates.append(message)
             scored += 1
         for message in updates:
@@ -280,6 +173,7 @@ def messages_score_batch(
             [
                 "status",
                 "status_reason",
+                "queued_at",
                 "failed_at",
                 "routing_prediction",
                 "queue_score",
@@ -303,6 +197,16 @@ def messages_score_batch(
             transaction.on_commit(lambda: messages_enqueue_shadow(message_ids=scored_ids))
     skipped = len(message_ids) - scored - failed - poisoned
     return BatchOutcome(scored, failed + poisoned, skipped, to_explain)
+
+
+def _move(message: Message, path: list[str], now) -> None:
+    """Set the status and timestamps of moving a locked message along `path`, each step checked
+    against the state machine (scoring.constants.TRANSITIONS). A message scored straight from
+    `received` (its task ran before its publisher committed) passes through `queued`."""
+    if message.status == MessageStatus.RECEIVED and path[0] != MessageStatus.FAILED:
+        path = [MessageStatus.QUEUED, *path]
+    for field, value in path_fields(from_status=message.status, path=path, now=now).items():
+        setattr(message, field, value)
 
 
 def _count_attempt(message_ids: Sequence[int]) -> int:
@@ -364,11 +268,3 @@ def _rule_matches(message: Message, hits, claim_types) -> list[RuleMatch]:
         )
         for hit in hits
     ]
-
-
-def messages_mark_failed(*, message_ids: Sequence[int], reason: str) -> int:
-    """Mark messages that could not be scored for good (a task out of retries)."""
-    now = timezone.now()
-    return Message.objects.filter(id__in=list(message_ids), status__in=SCORABLE).update(
-        status=MessageStatus.FAILED, status_reason=reason, failed_at=now, updated_at=now
-    )

@@ -49,12 +49,12 @@ def messages_enqueue_shadow(
     *, message_ids: Sequence[int], versions: Sequence[ModelVersion] | None = None
 ) -> int:
     """Publish shadow-scoring tasks for the shadow versions (default: all; none: nothing)."""
-    from scoring.services.pipeline import _chunks
+    from scoring.services.queueing import chunks
     from scoring.tasks import shadow_score_batch
 
     published = 0
     for version in shadow_versions() if versions is None else versions:
-        for chunk in _chunks(list(message_ids), settings.SCORING_BATCH_SIZE):
+        for chunk in chunks(list(message_ids), settings.SCORING_BATCH_SIZE):
             try:
                 shadow_score_batch.apply_async(
                     args=[chunk, version.pk], queue=settings.SCORING_QUEUE, retry=False

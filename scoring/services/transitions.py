@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
@@ -18,6 +19,23 @@ def _check_allowed(from_statuses: Iterable[str], to_status: str) -> list[str]:
         if to_status not in TRANSITIONS[MessageStatus(source)]:
             raise InvalidTransition(f"A message cannot move from {source} to {to_status}.")
     return sources
+
+
+def path_fields(*, from_status: str, path: Sequence[str], now: datetime) -> dict[str, object]:
+    """The fields of moving a message from `from_status` along `path`, one step at a time: the
+    final status and the timestamp of each status passed through. Raises InvalidTransition at
+    the first step the state machine forbids. For writers that update many rows at once (the
+    scoring batch), which lock the rows and re-check their status themselves."""
+    fields: dict[str, object] = {}
+    current = from_status
+    for step in path:
+        _check_allowed([current], step)
+        stamp = STATUS_TIMESTAMP_FIELD.get(step)
+        if stamp:
+            fields[stamp] = now
+        current = step
+    fields["status"] = current
+    return fields
 
 
 def messages_transition(

@@ -11,9 +11,12 @@ from django.utils import timezone
 
 from scoring import routing
 from scoring.constants import MessageStatus
-from scoring.errors import ModelNotReady
+from scoring.errors import InvalidTransition, ModelNotReady
 from scoring.models import Message, ModelVersion, Prediction, RuleMatch
-from scoring.services.pipeline import messages_enqueue_scoring, messages_score_batch, messages_sweep
+from scoring.services.ingest import IncomingMessage, message_ingest, messages_ingest_bulk
+from scoring.services.pipeline import messages_score_batch
+from scoring.services.queueing import messages_enqueue_scoring, messages_gather, messages_sweep
+from scoring.services.transitions import path_fields
 from tests.factories import MessageFactory
 
 pytestmark = pytest.mark.django_db
@@ -195,12 +198,10 @@ def test_enqueueing_splits_ids_into_batches():
     assert [len(call.kwargs["args"][0]) for call in publish.call_args_list] == [2, 2, 1]
 
 
-@override_settings(SWEEP_GRACE_SECONDS=5, STUCK_AFTER_SECONDS=60)
-def test_the_sweeper_requeues_what_waits_too_long_and_leaves_fresh_work_alone():
+@override_settings(STUCK_AFTER_SECONDS=60)
+def test_the_sweeper_queues_what_is_received_requeues_what_is_stuck_and_leaves_fresh_work_alone():
     now = timezone.now()
-    stale_received = MessageFactory()
-    Message.objects.filter(pk=stale_received.pk).update(created_at=now - timedelta(seconds=30))
-    fresh_received = MessageFactory()
+    received = MessageFactory()
     stuck = queued(NEUTRAL)
     Message.objects.filter(pk=stuck.pk).update(queued_at=now - timedelta(minutes=5))
     fresh_queued = queued(NEUTRAL)
@@ -212,8 +213,99 @@ def test_the_sweeper_requeues_what_waits_too_long_and_leaves_fresh_work_alone():
         result = messages_sweep(now=now)
 
     published = sorted(i for call in publish.call_args_list for i in call.kwargs["args"][0])
-    assert published == sorted([stale_received.pk, stuck.pk])
+    assert published == sorted([received.pk, stuck.pk])
     assert (result.received_enqueued, result.stuck_requeued) == (1, 1)
-    assert Message.objects.get(pk=fresh_received.pk).status == MessageStatus.RECEIVED
+    assert Message.objects.get(pk=received.pk).status == MessageStatus.QUEUED
     assert Message.objects.get(pk=fresh_queued.pk).attempts == 0
     assert Message.objects.get(pk=stuck.pk).status == MessageStatus.QUEUED, "waiting is never a failure"
+
+
+# --- single messages and the gatherer ------------------------------------------------------------
+
+
+def test_a_single_message_is_stored_received_and_publishes_no_task_of_its_own(
+    django_capture_on_commit_callbacks,
+):
+    with (
+        mock.patch("scoring.tasks.score_batch.apply_async") as publish,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        outcome = message_ingest(item=IncomingMessage(external_id="one", body=NEUTRAL))
+
+    assert outcome.created and outcome.message.status == MessageStatus.RECEIVED
+    publish.assert_not_called()
+
+
+@override_settings(SCORING_BATCH_SIZE=256)
+def test_a_bulk_request_publishes_its_batch_when_it_commits(django_capture_on_commit_callbacks):
+    items = [IncomingMessage(external_id=f"b-{i}", body=f"{NEUTRAL} {i}") for i in range(3)]
+
+    with (
+        mock.patch("scoring.tasks.score_batch.apply_async") as publish,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        results = messages_ingest_bulk(items=items)
+
+    ids = sorted(r.message.pk for r in results)
+    assert [sorted(call.kwargs["args"][0]) for call in publish.call_args_list] == [ids]
+    assert set(Message.objects.filter(id__in=ids).values_list("status", flat=True)) == {MessageStatus.QUEUED}
+
+
+@override_settings(SCORING_BATCH_SIZE=2)
+def test_the_gatherer_batches_the_waiting_single_messages_and_queues_them_once():
+    waiting = MessageFactory.create_batch(5)
+    already_queued = queued(NEUTRAL)
+
+    with mock.patch("scoring.tasks.score_batch.apply_async") as publish:
+        assert messages_gather() == 5
+        assert messages_gather() == 0, "a second tick finds nothing left to gather"
+
+    batches = [call.kwargs["args"][0] for call in publish.call_args_list]
+    assert batches == [[m.pk for m in waiting[:2]], [m.pk for m in waiting[2:4]], [waiting[4].pk]]
+    assert all(call.kwargs["queue"] == "gpu" for call in publish.call_args_list)
+    rows = Message.objects.filter(id__in=[m.pk for m in waiting])
+    assert set(rows.values_list("status", flat=True)) == {MessageStatus.QUEUED}
+    assert not rows.filter(queued_at=None).exists()
+    assert already_queued.pk not in {i for batch in batches for i in batch}
+
+
+def test_the_gatherer_leaves_messages_received_while_the_broker_is_down():
+    waiting = MessageFactory.create_batch(3)
+
+    with mock.patch("scoring.tasks.score_batch.apply_async", side_effect=ConnectionError("broker down")):
+        assert messages_gather() == 0
+
+    assert set(Message.objects.filter(id__in=[m.pk for m in waiting]).values_list("status", flat=True)) == {
+        MessageStatus.RECEIVED
+    }
+
+
+# --- the state machine in the scoring batch ------------------------------------------------------
+
+
+def test_a_message_scored_straight_from_received_passes_through_queued_and_scored(tiny_model_version):
+    # A worker can take a task before its publisher has committed the move to queued.
+    with_threshold(tiny_model_version, 1.0)
+    message = MessageFactory(body=NEUTRAL)
+
+    with override_settings(QA_SAMPLE_RATE=0.0):
+        messages_score_batch(message_ids=[message.pk])
+
+    message.refresh_from_db()
+    assert message.status == MessageStatus.CLEARED
+    assert message.queued_at and message.scored_at and message.cleared_at
+    assert message.queued_at <= message.scored_at <= message.cleared_at
+
+
+def test_the_path_of_a_move_is_checked_step_by_step_against_the_state_machine():
+    now = timezone.now()
+
+    fields = path_fields(
+        from_status=MessageStatus.QUEUED, path=[MessageStatus.SCORED, MessageStatus.IN_REVIEW], now=now
+    )
+
+    assert fields == {"scored_at": now, "in_review_at": now, "status": MessageStatus.IN_REVIEW}
+    with pytest.raises(InvalidTransition, match="from received to scored"):
+        path_fields(from_status=MessageStatus.RECEIVED, path=[MessageStatus.SCORED], now=now)
+    with pytest.raises(InvalidTransition, match="from cleared to scored"):
+        path_fields(from_status=MessageStatus.CLEARED, path=[MessageStatus.SCORED], now=now)

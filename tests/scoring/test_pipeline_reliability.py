@@ -1,8 +1,8 @@
-"""Reliability of the pipeline with real parts: a real redis-server, real Celery worker
+"""Reliability of the pipeline with real parts: a real redis-server, real Celery worker and beat
 processes, the test database (PostgreSQL in CI), the API, and a (tiny) real transformer.
 
-Every message is scored exactly once: after a worker is SIGKILLed mid-batch, and after the
-broker was down while messages arrived."""
+Every message is scored exactly once: after a worker is SIGKILLed mid-batch, after the broker
+was down while messages arrived, and when single messages wait for beat's gatherer."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from rest_framework.test import APIClient
 
 from scoring.constants import MessageStatus
 from scoring.models import Message, Prediction
-from scoring.services.pipeline import messages_sweep
+from scoring.services.queueing import messages_sweep
 from tests.conftest import require_or_skip
 from tests.factories import UserFactory
-from tests.support.services import CeleryWorker, RedisServer, broker, wait_until
+from tests.support.services import CeleryBeat, CeleryWorker, RedisServer, broker, wait_until
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
@@ -40,6 +40,14 @@ def api(seeded_transactional_db, tiny_model_version):
     client = APIClient()
     client.force_authenticate(UserFactory(username="ingest_bot", role="ingest_service"))
     return client
+
+
+def single(api, external_id: str, i: int = 0) -> int:
+    response = api.post(
+        "/api/messages/", {"external_id": external_id, "body": BODY.format(i=i)}, format="json"
+    )
+    assert response.status_code == 202, response.content
+    return response.json()["id"]
 
 
 def bulk(api, start: int, n: int, prefix: str = "r") -> list[int]:
@@ -109,7 +117,7 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_scores_nothing_twice(api, r
 def test_ingestion_while_redis_is_down_is_accepted_and_scored_once_redis_is_back(api, redis_server):
     redis_server.stop()
     # One broker configuration across the outage, as in a web process that stays up.
-    with broker(redis_server.url()), override_settings(SWEEP_GRACE_SECONDS=0):
+    with broker(redis_server.url()):
         started = time.monotonic()
         single = api.post(
             "/api/messages/", {"external_id": "down-1", "body": BODY.format(i=1)}, format="json"
@@ -133,6 +141,36 @@ def test_ingestion_while_redis_is_down_is_accepted_and_scored_once_redis_is_back
     assert_exactly_one_prediction_each(ids)
 
 
+def test_single_messages_wait_received_until_beat_gathers_them_into_one_batch(api, redis_server):
+    worker = CeleryWorker(broker_url=redis_server.url(), name="gather").start()
+    beat = None
+    try:
+        with broker(redis_server.url()):
+            # given: thirty single POSTs while no beat runs
+            ids = [single(api, f"g-{i}", i) for i in range(30)]
+            time.sleep(1.0)
+            assert Message.objects.filter(id__in=ids, status=MessageStatus.RECEIVED).count() == 30, (
+                "a single message must not publish a task of its own"
+            )
+            # when: beat starts, its gatherer collects what waits
+            beat = CeleryBeat(broker_url=redis_server.url(), name="gather-beat").start()
+            wait_until(lambda: scored_count(ids) == 30, timeout=120, what="the gathered messages")
+            # and a message posted while beat runs is picked up by a later tick
+            late = single(api, "g-late", 99)
+            wait_until(
+                lambda: scored_count([late]) == 1, timeout=60, what="a single message gathered by beat"
+            )
+    finally:
+        if beat:
+            beat.stop()
+        worker.stop()
+
+    assert_exactly_one_prediction_each([*ids, late])
+    # one gather published them all: one publish stamps one queued_at per batch
+    batches = set(Message.objects.filter(id__in=ids).values_list("queued_at", flat=True))
+    assert len(batches) == 1, f"{len(batches)} batches for 30 waiting messages"
+
+
 def test_the_embedded_filesystem_broker_runs_a_real_worker_without_any_server(api, tmp_path):
     folders = {
         "data_folder_in": str(tmp_path / "queue"),
@@ -146,11 +184,13 @@ def test_the_embedded_filesystem_broker_runs_a_real_worker_without_any_server(ap
         name="fs",
         CLAIMWATCH_BROKER_DIR=str(tmp_path),
     ).start()
+    beat = CeleryBeat(broker_url="filesystem://", name="fs-beat", CLAIMWATCH_BROKER_DIR=str(tmp_path)).start()
     try:
         with broker("filesystem://", folders):
-            ids = bulk(api, 0, 30, prefix="fs")
-        wait_until(lambda: scored_count(ids) == 30, timeout=120, what="scoring over the filesystem broker")
+            ids = [*bulk(api, 0, 30, prefix="fs"), single(api, "fs-single", 1)]
+        wait_until(lambda: scored_count(ids) == 31, timeout=120, what="scoring over the filesystem broker")
     finally:
+        beat.stop()
         worker.stop()
 
     assert_exactly_one_prediction_each(ids)

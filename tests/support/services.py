@@ -1,5 +1,5 @@
-"""Real services for integration tests: a private redis-server, real Celery worker processes,
-and pointing this test process's Celery app at a given broker."""
+"""Real services for integration tests: a private redis-server, real Celery worker and beat
+processes, and pointing this test process's Celery app at a given broker."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from django.conf import settings
 
 from compliance_site.celery import app as celery_app
-from compliance_site.processes import WorkerProcess, wait_until
+from compliance_site.processes import BeatProcess, WorkerProcess, wait_until
 
 ROOT = Path(settings.BASE_DIR)
 LOG_DIR = ROOT / "test-artifacts" / "logs"
@@ -81,6 +81,13 @@ class CeleryWorker(WorkerProcess):
         self, *, broker_url: str, queues: str = "gpu,default", name: str = "worker", **env: str
     ) -> None:
         super().__init__(broker_url=broker_url, queues=queues, name=name, log_dir=LOG_DIR, **env)
+
+
+class CeleryBeat(BeatProcess):
+    """A real `celery beat` (the gatherer, the sweeper) on the test database."""
+
+    def __init__(self, *, broker_url: str, name: str = "beat", **env: str) -> None:
+        super().__init__(broker_url=broker_url, name=name, log_dir=LOG_DIR, **env)
 
 
 def _reset_celery_connections() -> None:

@@ -1,0 +1,161 @@
+"""Getting messages onto the broker: batches, the periodic gatherer, and the sweeper.
+
+Where scoring tasks come from:
+- a bulk request publishes its new messages in batches of up to SCORING_BATCH_SIZE as soon as
+  its transaction commits;
+- a single message is stored `received` and publishes nothing: the gatherer (celery beat,
+  every GATHER_INTERVAL_SECONDS) collects every message waiting in `received` into batches, so
+  a stream of single POSTs becomes a few batched tasks instead of one task per message;
+- the sweeper (celery beat, every SWEEP_INTERVAL_SECONDS) republishes work whose task may be
+  lost: `queued` messages older than STUCK_AFTER_SECONDS and flagged `scored` messages whose
+  explanation never came.
+
+A message leaves `received` only once its task is published, in the same transaction that
+claimed it, so a broker outage leaves it `received` for the next gather: delayed, never lost.
+Two publishers (a bulk request and a gather tick) cannot claim the same message on
+PostgreSQL (row locks, SKIP LOCKED); where the database has no row locks a message may be
+published twice, which scoring's own guards turn into a no-op."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from scoring.constants import MessageStatus
+from scoring.models import Message
+from scoring.services.transitions import messages_transition
+
+logger = logging.getLogger(__name__)
+
+
+def chunks(ids: Sequence[int], size: int) -> Iterable[list[int]]:
+    for start in range(0, len(ids), size):
+        yield list(ids[start : start + size])
+
+
+def _claim_received(ids: list[int]) -> list[int]:
+    """Lock the messages of `ids` that are still `received` (skipping rows another publisher
+    holds) for the rest of the caller's transaction."""
+    query = Message.objects.filter(id__in=ids, status=MessageStatus.RECEIVED).order_by("id")
+    if connection.features.has_select_for_update_skip_locked:
+        query = query.select_for_update(skip_locked=True)
+    return list(query.values_list("id", flat=True))
+
+
+def messages_enqueue_scoring(*, message_ids: Sequence[int]) -> int:
+    """Publish scoring tasks of up to SCORING_BATCH_SIZE of these messages and move them
+    received -> queued; messages no longer `received` are left alone.
+
+    Each batch is claimed, published and marked queued in one transaction: when the broker is
+    down the publish fails, nothing is written, and the messages stay `received` for the next
+    gather. Returns the number of messages published."""
+    from scoring.tasks import score_batch
+
+    published = 0
+    for chunk in chunks(list(message_ids), settings.SCORING_BATCH_SIZE):
+        with transaction.atomic():
+            claimed = _claim_received(chunk)
+            if not claimed:
+                continue
+            try:
+                score_batch.apply_async(args=[claimed], queue=settings.SCORING_QUEUE, retry=False)
+            except Exception as exc:  # kombu/redis raise several types; all mean "not published"
+                logger.warning("broker unavailable, %d messages stay received: %s", len(claimed), exc)
+                return published
+            messages_transition(
+                message_ids=claimed, from_statuses=[MessageStatus.RECEIVED], to_status=MessageStatus.QUEUED
+            )
+        published += len(claimed)
+    return published
+
+
+def messages_gather(*, limit: int = 20_000) -> int:
+    """Queue every message waiting in `received` (single POSTs, and anything whose publish
+    failed), oldest first, in batches of up to SCORING_BATCH_SIZE. Returns how many were
+    published; 0 when the broker is still down (they wait for the next gather)."""
+    waiting = list(
+        Message.objects.filter(status=MessageStatus.RECEIVED)
+        .order_by("id")
+        .values_list("id", flat=True)[:limit]
+    )
+    return messages_enqueue_scoring(message_ids=waiting) if waiting else 0
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    received_enqueued: int
+    stuck_requeued: int
+    explanations_requeued: int
+
+
+def messages_sweep(*, now=None, limit: int = 20_000) -> SweepResult:
+    """Re-enqueue work that waits too long, so a broker outage delays work but never loses it:
+    `received` messages (as the gatherer does), `queued` messages older than
+    STUCK_AFTER_SECONDS (their task may be lost), and flagged `scored` messages whose
+    explanation never came. Waiting is never a failure: a duplicate task is a cheap no-op
+    (scoring is idempotent); only a worker that repeatedly starts and never finishes a message
+    fails it (see scoring.services.pipeline.messages_score_batch)."""
+    now = now or timezone.now()
+    stuck_before = now - timedelta(seconds=settings.STUCK_AFTER_SECONDS)
+    received_enqueued = messages_gather(limit=limit)
+    stuck_ids = list(
+        Message.objects.filter(status=MessageStatus.QUEUED, queued_at__lt=stuck_before)
+        .order_by("id")
+        .values_list("id", flat=True)[:limit]
+    )
+    stuck_requeued = _republish(stuck_ids, now=now)
+    explanations_requeued = _sweep_explanations(stuck_before=stuck_before, limit=limit)
+    return SweepResult(received_enqueued, stuck_requeued, explanations_requeued)
+
+
+def _republish(ids: list[int], *, now) -> int:
+    """Publish scoring tasks again for messages that are already queued (queued -> queued,
+    restarting their clock); a failed publish leaves them for the next sweep."""
+    from scoring.tasks import score_batch
+
+    published = 0
+    for chunk in chunks(ids, settings.SCORING_BATCH_SIZE):
+        try:
+            score_batch.apply_async(args=[chunk], queue=settings.SCORING_QUEUE, retry=False)
+        except Exception as exc:
+            logger.warning("broker unavailable while sweeping: %s", exc)
+            break
+        Message.objects.filter(id__in=chunk, status=MessageStatus.QUEUED).update(
+            queued_at=now, updated_at=now
+        )
+        published += len(chunk)
+    return published
+
+
+def _sweep_explanations(*, stuck_before, limit: int) -> int:
+    waiting = list(
+        Message.objects.filter(status=MessageStatus.SCORED, scored_at__lt=stuck_before)
+        .order_by("id")
+        .values_list("id", flat=True)[:limit]
+    )
+    if not waiting:
+        return 0
+    Message.objects.filter(id__in=waiting, status=MessageStatus.SCORED).update(scored_at=timezone.now())
+    return messages_enqueue_explanation(message_ids=waiting)
+
+
+def messages_enqueue_explanation(*, message_ids: Sequence[int]) -> int:
+    """Publish explanation tasks in batches of EXPLAIN_BATCH_SIZE; a failed publish is left to
+    the sweeper (the messages stay `scored`)."""
+    from explanations.tasks import explain_batch
+
+    published = 0
+    for chunk in chunks(list(message_ids), settings.EXPLAIN_BATCH_SIZE):
+        try:
+            explain_batch.apply_async(args=[chunk], queue=settings.EXPLAIN_QUEUE, retry=False)
+        except Exception as exc:
+            logger.warning("broker unavailable, %d explanations wait for the sweeper: %s", len(chunk), exc)
+            break
+        published += len(chunk)
+    return published
