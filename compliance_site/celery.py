@@ -1,7 +1,8 @@
 """The Celery application: queue `gpu` for scoring and explaining, `default` for the rest.
 
 Workers are started with `celery -A compliance_site worker -Q gpu` (model work) and
-`-Q default` (everything else); beat runs the sweeper. See README, "Workers".
+`-Q default` (everything else, the gathers that batch single messages included); beat runs
+the sweeper and the monitoring refresh. See README, "Moving to PostgreSQL, Redis and GPU workers".
 """
 
 import os

@@ -1,4 +1,4 @@
-"""/healthz: database, broker and model status, each checked for real with a short timeout."""
+"""/healthz: database, broker, model and pipeline status, each checked for real with a short timeout."""
 
 from __future__ import annotations
 
@@ -41,6 +41,35 @@ def _model() -> dict[str, Any]:
     return {"ok": True, "version": active.name, "threshold": active.threshold}
 
 
+def _pipeline() -> dict[str, Any]:
+    """Whether messages leave `received`: single messages wait there for beat's gatherer, so
+    an old one means the `default` worker or beat is not running (or the broker is down)."""
+    from django.conf import settings
+    from django.db.models import Min
+    from django.utils import timezone
+
+    from scoring.constants import MessageStatus
+    from scoring.models import Message
+
+    try:
+        oldest = Message.objects.filter(status=MessageStatus.RECEIVED).aggregate(oldest=Min("created_at"))[
+            "oldest"
+        ]
+    except Exception as exc:
+        return {"ok": False, "error": str(exc)}
+    waiting_s = round((timezone.now() - oldest).total_seconds(), 1) if oldest else 0.0
+    report: dict[str, Any] = {
+        "ok": waiting_s <= settings.PIPELINE_STALL_SECONDS,
+        "oldest_received_s": waiting_s,
+    }
+    if not report["ok"]:
+        report["error"] = (
+            f"a message has waited {waiting_s:.0f} s in received: is celery beat running, with a worker "
+            "on the default queue, and is the broker up?"
+        )
+    return report
+
+
 def health_report() -> dict[str, Any]:
-    checks = {"database": _database(), "broker": _broker(), "model": _model()}
+    checks = {"database": _database(), "broker": _broker(), "model": _model(), "pipeline": _pipeline()}
     return {"ok": all(c["ok"] for c in checks.values()), "checks": checks}

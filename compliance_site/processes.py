@@ -1,4 +1,4 @@
-"""Start and stop real Celery worker processes (benchmarks and integration tests use them)."""
+"""Start and stop real Celery worker and beat processes (benchmarks and integration tests use them)."""
 
 from __future__ import annotations
 

@@ -67,9 +67,9 @@ def compare_models(comparison_id: int) -> str:
 
 @shared_task(ignore_result=True)
 def gather() -> int:
-    """Periodic (celery beat, every GATHER_INTERVAL_SECONDS): queue the single messages waiting
-    in `received` in batches of up to SCORING_BATCH_SIZE. A lost tick is harmless: the next one
-    finds the same messages."""
+    """Queue the messages waiting in `received` in batches of up to SCORING_BATCH_SIZE (requested
+    by single messages, GATHER_DELAY_SECONDS after the first of them). A lost gather is
+    harmless: the sweeper (beat) gathers the same messages."""
     from scoring.services.queueing import messages_gather
 
     return messages_gather()

@@ -12,6 +12,16 @@ from tests.factories import UserFactory
 PASSWORD = "correct-horse-battery-staple"
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """The local-memory cache lives as long as the test process: no test sees another's keys
+    (a pending-gather marker, a rate limit)."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
 @pytest.fixture
 def reviewer(db):
     return UserFactory(username="rita_reviewer", role=Role.REVIEWER)

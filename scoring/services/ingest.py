@@ -1,10 +1,10 @@
 """Ingestion: a message is persisted before anything else happens, and never twice.
 
 `external_id` is the idempotency key: the same id with the same body returns the stored
-message; the same id with a different body is a conflict. A single message is stored
-`received` and left to the periodic gatherer, which batches whatever is waiting; a bulk request
-publishes its batches as soon as its transaction commits. When the broker is down a message
-simply stays `received` and the next gather queues it (scoring.services.queueing)."""
+message; the same id with a different body is a conflict. A bulk request publishes its batches
+as soon as its transaction commits; a single message is stored `received` and asks for a
+gather, which batches whatever waits. When the broker is down a message simply stays
+`received` and the sweeper gathers it later (scoring.services.queueing)."""
 
 from __future__ import annotations
 
@@ -103,14 +103,22 @@ def _request_scoring(message_ids: list[int]) -> None:
         return
     from scoring.services.queueing import messages_enqueue_scoring
 
-    transaction.on_commit(lambda: messages_enqueue_scoring(message_ids=message_ids))
+    # robust: the messages are committed whatever happens here; a publish that fails on a
+    # database error leaves them `received` for the gatherer instead of failing the request.
+    transaction.on_commit(lambda: messages_enqueue_scoring(message_ids=message_ids), robust=True)
+
+
+def _request_gather() -> None:
+    from scoring.services.queueing import messages_request_gather
+
+    transaction.on_commit(messages_request_gather, robust=True)
 
 
 def message_ingest(*, item: IncomingMessage, submitted_by: AbstractBaseUser | None = None) -> IngestOutcome:
-    """Store one message (or return the identical stored one) as `received`, where the periodic
-    gatherer picks it up in its next batch (GATHER_INTERVAL_SECONDS). Raises IngestInvalid for a
-    bad message and IngestConflict for a reused external id with another body. Safe under
-    concurrency: the unique external_id decides who created it."""
+    """Store one message (or return the identical stored one) as `received` and, after commit,
+    request a gather that batches it with whatever else waits (GATHER_DELAY_SECONDS). Raises
+    IngestInvalid for a bad message and IngestConflict for a reused external id with another
+    body. Safe under concurrency: the unique external_id decides who created it."""
     validate_incoming(item)
     existing = Message.objects.filter(external_id=item.external_id).first()
     if existing is not None:
@@ -119,6 +127,7 @@ def message_ingest(*, item: IncomingMessage, submitted_by: AbstractBaseUser | No
         with transaction.atomic():
             message = _new_message(item, submitted_by)
             message.save()
+            _request_gather()
     except IntegrityError:
         # Another request created the same external_id between our read and our insert.
         existing = Message.objects.get(external_id=item.external_id)
@@ -189,16 +198,20 @@ def messages_ingest_bulk(
         except IntegrityError:
             # A concurrent request inserted some of these ids: fall back to one at a time,
             # which resolves each against what is stored now.
+            created_ids: list[int] = []
             for index, item, _ in to_create.values():
                 try:
                     outcome = message_ingest(item=item, submitted_by=submitted_by)
                     results[index] = BulkItemResult(
                         index, "created" if outcome.created else "duplicate", message=outcome.message
                     )
+                    if outcome.created:
+                        created_ids.append(outcome.message.pk)
                 except IngestConflict as exc:
                     results[index] = BulkItemResult(
                         index, "error", error_code="conflict", error=str(exc), field="external_id"
                     )
+            _request_scoring(created_ids)  # still a bulk request: its batches go out on commit
         else:
             for (index, _, _), message in zip(to_create.values(), created, strict=True):
                 results[index] = BulkItemResult(index, "created", message=message)

@@ -202,7 +202,8 @@ def messages_score_batch(
 def _move(message: Message, path: list[str], now) -> None:
     """Set the status and timestamps of moving a locked message along `path`, each step checked
     against the state machine (scoring.constants.TRANSITIONS). A message scored straight from
-    `received` (its task ran before its publisher committed) passes through `queued`."""
+    `received` (a task published whose claim then failed to commit, or a task scored in process
+    by simulate_traffic) passes through `queued`."""
     if message.status == MessageStatus.RECEIVED and path[0] != MessageStatus.FAILED:
         path = [MessageStatus.QUEUED, *path]
     for field, value in path_fields(from_status=message.status, path=path, now=now).items():

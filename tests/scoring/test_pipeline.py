@@ -15,7 +15,12 @@ from scoring.errors import InvalidTransition, ModelNotReady
 from scoring.models import Message, ModelVersion, Prediction, RuleMatch
 from scoring.services.ingest import IncomingMessage, message_ingest, messages_ingest_bulk
 from scoring.services.pipeline import messages_score_batch
-from scoring.services.queueing import messages_enqueue_scoring, messages_gather, messages_sweep
+from scoring.services.queueing import (
+    messages_enqueue_scoring,
+    messages_gather,
+    messages_request_gather,
+    messages_sweep,
+)
 from scoring.services.transitions import path_fields
 from tests.factories import MessageFactory
 
@@ -205,6 +210,7 @@ def test_the_sweeper_queues_what_is_received_requeues_what_is_stuck_and_leaves_f
     stuck = queued(NEUTRAL)
     Message.objects.filter(pk=stuck.pk).update(queued_at=now - timedelta(minutes=5))
     fresh_queued = queued(NEUTRAL)
+    fresh_queued_at = Message.objects.get(pk=fresh_queued.pk).queued_at
 
     with (
         mock.patch("scoring.tasks.score_batch.apply_async") as publish,
@@ -216,24 +222,47 @@ def test_the_sweeper_queues_what_is_received_requeues_what_is_stuck_and_leaves_f
     assert published == sorted([received.pk, stuck.pk])
     assert (result.received_enqueued, result.stuck_requeued) == (1, 1)
     assert Message.objects.get(pk=received.pk).status == MessageStatus.QUEUED
-    assert Message.objects.get(pk=fresh_queued.pk).attempts == 0
+    assert Message.objects.get(pk=fresh_queued.pk).queued_at == fresh_queued_at, "fresh work is left alone"
     assert Message.objects.get(pk=stuck.pk).status == MessageStatus.QUEUED, "waiting is never a failure"
 
 
 # --- single messages and the gatherer ------------------------------------------------------------
 
 
-def test_a_single_message_is_stored_received_and_publishes_no_task_of_its_own(
+@override_settings(GATHER_DELAY_SECONDS=0.5)
+def test_single_messages_are_stored_received_and_request_one_delayed_gather_between_them(
     django_capture_on_commit_callbacks,
 ):
     with (
-        mock.patch("scoring.tasks.score_batch.apply_async") as publish,
+        mock.patch("scoring.tasks.score_batch.apply_async") as publish_scoring,
+        mock.patch("scoring.tasks.gather.apply_async") as publish_gather,
         django_capture_on_commit_callbacks(execute=True),
     ):
-        outcome = message_ingest(item=IncomingMessage(external_id="one", body=NEUTRAL))
+        first = message_ingest(item=IncomingMessage(external_id="one", body=NEUTRAL))
+        second = message_ingest(item=IncomingMessage(external_id="two", body=NEUTRAL + " 2"))
 
-    assert outcome.created and outcome.message.status == MessageStatus.RECEIVED
-    publish.assert_not_called()
+    assert first.message.status == second.message.status == MessageStatus.RECEIVED
+    publish_scoring.assert_not_called()
+    publish_gather.assert_called_once()
+    assert publish_gather.call_args.kwargs["countdown"] == 0.5
+
+
+@override_settings(GATHER_DELAY_SECONDS=0.0)
+def test_a_gather_is_requested_again_once_the_pending_one_is_due():
+    with mock.patch("scoring.tasks.gather.apply_async") as publish_gather:
+        assert messages_request_gather() is True
+        assert messages_request_gather() is True
+
+    assert publish_gather.call_count == 2
+
+
+def test_a_gather_request_the_broker_refuses_is_not_remembered_as_pending():
+    with mock.patch("scoring.tasks.gather.apply_async", side_effect=ConnectionError("broker down")):
+        assert messages_request_gather() is False
+    with mock.patch("scoring.tasks.gather.apply_async") as publish_gather:
+        assert messages_request_gather() is True, "the next single message tries again"
+
+    publish_gather.assert_called_once()
 
 
 @override_settings(SCORING_BATCH_SIZE=256)
@@ -284,7 +313,7 @@ def test_the_gatherer_leaves_messages_received_while_the_broker_is_down():
 
 
 def test_a_message_scored_straight_from_received_passes_through_queued_and_scored(tiny_model_version):
-    # A worker can take a task before its publisher has committed the move to queued.
+    # A task can be published while its claim fails to commit (the message stays received).
     with_threshold(tiny_model_version, 1.0)
     message = MessageFactory(body=NEUTRAL)
 

@@ -35,3 +35,25 @@ def test_healthz_reports_each_check_and_503_without_an_active_model(client):
     assert response.status_code == 503
     assert body["checks"]["database"]["ok"] is True
     assert body["checks"]["model"] == {"ok": False, "error": "no active model version"}
+
+
+@pytest.mark.django_db
+def test_healthz_reports_a_stalled_pipeline_when_a_message_waits_too_long_in_received(client, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from scoring.models import Message
+    from tests.factories import MessageFactory
+
+    settings.PIPELINE_STALL_SECONDS = 60
+    fresh = MessageFactory()
+    assert client.get("/healthz").json()["checks"]["pipeline"]["ok"] is True
+
+    Message.objects.filter(pk=fresh.pk).update(created_at=timezone.now() - timedelta(minutes=5))
+    response = client.get("/healthz")
+
+    pipeline = response.json()["checks"]["pipeline"]
+    assert response.status_code == 503
+    assert pipeline["ok"] is False and pipeline["oldest_received_s"] >= 300
+    assert "celery beat" in pipeline["error"]

@@ -4,8 +4,8 @@ In one run, on the same messages: (1) the bare Scorer in this process; (2) bulk 
 the API (the full Django/DRF stack, in process) with real Celery processes on the configured
 broker (a worker on the scoring queue, a worker on `default` and beat, as deployed), timed
 until every message is scored; (3) single messages at light load, one at a time,
-ingest-to-scored latency: a single message waits for the periodic gatherer (beat, every
-GATHER_INTERVAL_SECONDS), so this latency includes that wait. Explanation tasks published
+ingest-to-scored latency: a single message waits for the gather it requests
+(GATHER_DELAY_SECONDS), so this latency includes that wait. Explanation tasks published
 during the run go to a parked queue that no worker consumes (and are purged), so the figure is
 about scoring, which is what the pipeline promises to keep up with; bench_explain measures
 explanations. Beat's monitoring refresh is pushed out of the run so it does not take the
