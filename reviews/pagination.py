@@ -9,10 +9,15 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from django.db.models import QuerySet
+
 PAGE_SIZE = 50
+INVALID_CURSOR = "The page cursor is not valid; start again from the first page."
 
 
 @dataclass
@@ -38,13 +43,31 @@ def decode_cursor(token: str, *, types: tuple[type, ...]) -> list[Any]:
         padded = token + "=" * (-len(token) % 4)
         values = json.loads(base64.urlsafe_b64decode(padded.encode()))
     except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
-        raise InvalidCursor("The page cursor is not valid; start again from the first page.") from exc
+        raise InvalidCursor(INVALID_CURSOR) from exc
     if not isinstance(values, list) or len(values) != len(types):
-        raise InvalidCursor("The page cursor is not valid; start again from the first page.")
+        raise InvalidCursor(INVALID_CURSOR)
     for value, expected in zip(values, types, strict=True):
         ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
         if expected is float:
             ok = value is None or (isinstance(value, int | float) and not isinstance(value, bool))
         if not ok:
-            raise InvalidCursor("The page cursor is not valid; start again from the first page.")
+            raise InvalidCursor(INVALID_CURSOR)
     return values
+
+
+def cursor_datetime(value: str) -> datetime:
+    """A datetime from a cursor's ISO string (raises InvalidCursor for anything else)."""
+    try:
+        return datetime.fromisoformat(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidCursor(INVALID_CURSOR) from exc
+
+
+def keyset_page(queryset: QuerySet, *, size: int, cursor_of: Callable[[Any], list[Any]]) -> Page:
+    """The first `size` rows of an ordered, already cursor-filtered queryset; the next page's
+    cursor is `cursor_of(last row)`, and None when no row follows (one extra row is fetched)."""
+    rows = list(queryset[: size + 1])
+    if len(rows) <= size:
+        return Page(rows, None)
+    rows = rows[:size]
+    return Page(rows, encode_cursor(cursor_of(rows[-1])))

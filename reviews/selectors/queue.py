@@ -15,7 +15,15 @@ from django.utils import timezone
 
 from reviews.constants import BODY_PREVIEW_CHARS, ReceivedWithin
 from reviews.models import ReviewLock
-from reviews.pagination import PAGE_SIZE, InvalidCursor, Page, decode_cursor, encode_cursor
+from reviews.pagination import (
+    INVALID_CURSOR,
+    PAGE_SIZE,
+    InvalidCursor,
+    Page,
+    cursor_datetime,
+    decode_cursor,
+    keyset_page,
+)
 from scoring.constants import MessageStatus
 from scoring.models import ClaimType, Message, ModelVersion
 
@@ -112,25 +120,23 @@ def queue_page(queryset: QuerySet[Message], *, cursor: str | None, size: int = P
     """A page of the queue after `cursor` (raises InvalidCursor for a forged one)."""
     if cursor:
         priority, received_iso, last_id = decode_cursor(cursor, types=(float, str, int))
-        try:
-            received = datetime.fromisoformat(received_iso)
-        except (TypeError, ValueError) as exc:
-            raise InvalidCursor("The page cursor is not valid; start again from the first page.") from exc
+        received = cursor_datetime(received_iso)
         if priority is None:
-            raise InvalidCursor("The page cursor is not valid; start again from the first page.")
+            raise InvalidCursor(INVALID_CURSOR)
         queryset = queryset.filter(
             Q(priority__lt=priority)
             | Q(priority=priority, received_at__gt=received)
             | Q(priority=priority, received_at=received, id__gt=last_id)
         )
-    rows = list(queryset[: size + 1])
-    next_cursor = None
-    if len(rows) > size:
-        rows = rows[:size]
-        last = rows[-1]
-        score = last.queue_score if last.queue_score is not None else NO_SCORE
-        next_cursor = encode_cursor([score, last.received_at.isoformat(), last.id])
-    return Page(rows, next_cursor)
+    return keyset_page(
+        queryset,
+        size=size,
+        cursor_of=lambda last: [
+            last.queue_score if last.queue_score is not None else NO_SCORE,
+            last.received_at.isoformat(),
+            last.id,
+        ],
+    )
 
 
 @dataclass(frozen=True)

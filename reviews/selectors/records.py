@@ -16,7 +16,13 @@ from django.utils import timezone
 from reviews.constants import BODY_PREVIEW_CHARS, Agreement
 from reviews.hashing import HASHED_FIELDS, ChainReport, chain_verify
 from reviews.models import ReviewDecision, Verdict
-from reviews.pagination import PAGE_SIZE, InvalidCursor, Page, decode_cursor, encode_cursor
+from reviews.pagination import (
+    PAGE_SIZE,
+    Page,
+    cursor_datetime,
+    decode_cursor,
+    keyset_page,
+)
 from scoring.constants import MessageStatus
 from scoring.models import ClaimType, Message, ModelVersion
 
@@ -52,19 +58,11 @@ def escalations_page(queryset: QuerySet[Message], *, cursor: str | None, size: i
     """One keyset page of `escalated_messages()` (oldest escalation first)."""
     if cursor:
         escalated_iso, last_id = decode_cursor(cursor, types=(str, int))
-        try:
-            escalated_at = datetime.fromisoformat(escalated_iso)
-        except ValueError as exc:
-            raise InvalidCursor("The page cursor is not valid; start again from the first page.") from exc
+        escalated_at = cursor_datetime(escalated_iso)
         queryset = queryset.filter(
             Q(escalated_at__gt=escalated_at) | Q(escalated_at=escalated_at, id__gt=last_id)
         )
-    rows = list(queryset[: size + 1])
-    next_cursor = None
-    if len(rows) > size:
-        rows = rows[:size]
-        next_cursor = encode_cursor([rows[-1].escalated_at.isoformat(), rows[-1].id])
-    return Page(rows, next_cursor)
+    return keyset_page(queryset, size=size, cursor_of=lambda last: [last.escalated_at.isoformat(), last.id])
 
 
 # --- Decision records (auditor) -----------------------------------------------------------------------
@@ -155,12 +153,7 @@ def records_page(queryset: QuerySet[ReviewDecision], *, cursor: str | None, size
     if cursor:
         (last_sequence,) = decode_cursor(cursor, types=(int,))
         queryset = queryset.filter(sequence__lt=last_sequence)
-    rows = list(queryset[: size + 1])
-    next_cursor = None
-    if len(rows) > size:
-        rows = rows[:size]
-        next_cursor = encode_cursor([rows[-1].sequence])
-    return Page(rows, next_cursor)
+    return keyset_page(queryset, size=size, cursor_of=lambda last: [last.sequence])
 
 
 def decision_detail(decision_id: int) -> ReviewDecision:

@@ -16,6 +16,15 @@ def is_admin(request: HttpRequest) -> bool:
     return has_role(request.user, Role.COMPLIANCE_ADMIN)
 
 
+def pager_links(request, page, *, is_first_page: bool) -> dict[str, object]:
+    """The template context of templates/reviews/_pager.html for a keyset page."""
+    return {
+        "next_href": query_with(request.GET, cursor=page.next_cursor) if page.next_cursor else None,
+        "first_href": query_with(request.GET),
+        "is_first_page": is_first_page,
+    }
+
+
 def query_with(params: QueryDict, **changes: str | None) -> str:
     """The query string of `params` with `changes` applied (None removes a key); the page
     cursor is always dropped, because a changed filter starts again at the first page."""

@@ -14,7 +14,7 @@ from reviews.pagination import InvalidCursor
 from reviews.roles import Role
 from reviews.selectors import lock_held, queue_facets, queue_list, queue_messages, queue_page
 from reviews.services import lock_claim_next
-from reviews.views._common import is_reviewer, path_prefix, query_with
+from reviews.views._common import is_reviewer, pager_links, path_prefix, query_with
 
 FACET_TITLES = {
     "claim_type": "Predicted claim type",
@@ -58,9 +58,7 @@ def queue(request: HttpRequest) -> HttpResponse:
             "page": page,
             "facets": facets,
             "facet_groups": groups,
-            "next_href": query_with(request.GET, cursor=page.next_cursor) if page.next_cursor else None,
-            "first_href": query_with(request.GET),
-            "is_first_page": not form.cleaned_data["cursor"],
+            **pager_links(request, page, is_first_page=not form.cleaned_data["cursor"]),
             "held": lock_held(request.user) if context["can_review"] else None,
             "message_path": path_prefix("reviews:message"),
         }
