@@ -14,6 +14,10 @@ class Role(StrEnum):
     INGEST_SERVICE = "ingest_service"
 
 
+# Who reads decision records (the brief's role table).
+AUDIT_ROLES = (Role.AUDITOR, Role.COMPLIANCE_ADMIN)
+
+
 def has_role(user: AbstractBaseUser | AnonymousUser, *roles: Role) -> bool:
     """True when the user is active and in one of `roles`. Superusers count as admins."""
     if not user.is_authenticated or not user.is_active:

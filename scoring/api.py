@@ -180,4 +180,4 @@ class MessageDetailView(generics.RetrieveAPIView):
     serializer_class = MessageDetailSerializer
 
     def get_queryset(self):
-        return selectors.messages_for_api_detail()
+        return selectors.messages_for_api_detail(self.request.user)

@@ -160,13 +160,7 @@ class MessageDetailSerializer(MessageListSerializer):
         return ExplanationSerializer(message.explanations.all(), many=True).data
 
     def get_decisions(self, message: Message) -> list[dict[str, Any]]:
-        """Decision records are the auditor's and the compliance admin's to read (the brief's role
-        table); a reviewer sees the decisions they made, the ingest service none."""
-        from reviews.roles import Role, has_role
+        """The decisions prefetched for the reader (selectors.messages_for_api_detail)."""
         from reviews.serializers import DecisionSerializer
 
-        user = getattr(self.context.get("request"), "user", None)
-        decisions = list(message.decisions.all())
-        if user is None or not has_role(user, Role.AUDITOR, Role.COMPLIANCE_ADMIN):
-            decisions = [d for d in decisions if user is not None and d.reviewer_id == user.pk]
-        return DecisionSerializer(decisions, many=True).data
+        return DecisionSerializer(message.decisions.all(), many=True).data

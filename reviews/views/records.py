@@ -20,7 +20,7 @@ from reviews.hashing import record_hash
 from reviews.highlight import RuleSpan, build_segments
 from reviews.models import ReviewDecision
 from reviews.pagination import InvalidCursor
-from reviews.roles import Role
+from reviews.roles import AUDIT_ROLES, Role
 from reviews.selectors import (
     audit_chain_report,
     decision_detail,
@@ -30,9 +30,7 @@ from reviews.selectors import (
     records_list,
     records_page,
 )
-from reviews.views._common import path_prefix, query_with
-
-AUDIT_ROLES = (Role.AUDITOR, Role.COMPLIANCE_ADMIN)
+from reviews.views._common import pager_links, path_prefix, query_with
 
 
 @role_required(*AUDIT_ROLES, write_roles=())
@@ -51,9 +49,7 @@ def records(request: HttpRequest) -> HttpResponse:
     context.update(
         {
             "page": page,
-            "next_href": query_with(request.GET, cursor=page.next_cursor) if page.next_cursor else None,
-            "first_href": query_with(request.GET),
-            "is_first_page": not form.cleaned_data["cursor"],
+            **pager_links(request, page, is_first_page=not form.cleaned_data["cursor"]),
             "export_query": query_with(request.GET),
             "record_path": path_prefix("reviews:record"),
         }
@@ -173,10 +169,5 @@ def escalations(request: HttpRequest) -> HttpResponse:
         page = escalations_page(escalated_messages(), cursor=cursor)
     except InvalidCursor as exc:
         return render(request, "reviews/escalations.html", {"error": str(exc)}, status=400)
-    context = {
-        "page": page,
-        "next_href": query_with(request.GET, cursor=page.next_cursor) if page.next_cursor else None,
-        "first_href": query_with(request.GET),
-        "is_first_page": cursor is None,
-    }
+    context = {"page": page, **pager_links(request, page, is_first_page=cursor is None)}
     return render(request, "reviews/escalations.html", context)
