@@ -27,6 +27,7 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from compliance_site.db import skip_locked
 from reviews.constants import CHAIN_ADVISORY_LOCK_KEY, CLAIM_ATTEMPTS, NOTE_MAX_LENGTH, REASON_MAX_LENGTH
 from reviews.errors import (
     AlreadyDecided,
@@ -87,9 +88,7 @@ def lock_claim_next(*, reviewer: User) -> Message | None:
                     review_lock__expires_at__gt=now
                 )
             )
-            if connection.features.has_select_for_update_skip_locked:
-                candidates = candidates.select_for_update(skip_locked=True, of=("self",))
-            message = candidates.only("id").first()
+            message = skip_locked(candidates).only("id").first()
             if message is None:
                 return None
             if _try_lock(reviewer=reviewer, message_id=message.pk) is not None:

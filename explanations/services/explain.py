@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, transaction
 
+from compliance_site.db import skip_locked
 from explanations.engine import METHODS, MessageOutcome, MessageToExplain, MethodOutcome, explain_messages
 from explanations.model_attention import AttentionMaps
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationStatus
@@ -140,9 +141,7 @@ def _attention_row(prediction_id: int, maps: AttentionMaps) -> AttentionDiagnost
 
 def _lock_scored(ids: list[int]) -> list[int]:
     query = Message.objects.filter(id__in=ids, status=MessageStatus.SCORED)
-    if connection.features.has_select_for_update_skip_locked:
-        query = query.select_for_update(skip_locked=True, of=("self",))
-    return list(query.values_list("id", flat=True))
+    return list(skip_locked(query).values_list("id", flat=True))
 
 
 def messages_explain_batch(*, message_ids: Sequence[int], scorer_factory=_default_scorer) -> dict[str, int]:

@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from compliance_site.db import skip_locked
 from scoring import routing
 from scoring.constants import MessageStatus
 from scoring.errors import ModelNotReady, ScoringInputError
@@ -70,10 +71,7 @@ def _score_isolating_failures(scorer, bodies: list[str]) -> list[object]:
 
 
 def _lock_scorable(ids: list[int]) -> list[Message]:
-    query = Message.objects.filter(id__in=ids, status__in=SCORABLE)
-    if connection.features.has_select_for_update_skip_locked:
-        query = query.select_for_update(skip_locked=True, of=("self",))
-    return list(query)
+    return list(skip_locked(Message.objects.filter(id__in=ids, status__in=SCORABLE)))
 
 
 def messages_score_batch(

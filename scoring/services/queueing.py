@@ -1,4 +1,4 @@
-"""Getting messages onto the broker: batches, the periodic gatherer, and the sweeper.
+"""Getting messages onto the broker: batches, the requested gathers, and the sweeper.
 
 Where scoring tasks come from:
 - a bulk request publishes its new messages in batches of up to SCORING_BATCH_SIZE as soon as
@@ -19,7 +19,7 @@ costs nothing when nothing arrives.
 
 A message leaves `received` only once its task is published, in the same transaction that
 claimed it, so a broker outage leaves it `received` for the next gather: delayed, never lost.
-Two publishers (a bulk request and a gather tick) cannot claim the same message: on PostgreSQL
+Two publishers (a bulk request and a gather) cannot claim the same message: on PostgreSQL
 the claim locks the rows (SKIP LOCKED, so a publisher never waits for another); SQLite has no
 row locks, but its transactions start IMMEDIATE here (settings), so publishers take turns on the
 whole database, each holding it for one publish (at most CELERY_BROKER_CONNECTION_TIMEOUT when
@@ -38,9 +38,10 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from compliance_site.db import skip_locked
 from scoring.constants import MessageStatus
 from scoring.models import Message
 from scoring.services.transitions import messages_transition
@@ -57,9 +58,7 @@ def _claim_received(ids: list[int]) -> list[int]:
     """Lock the messages of `ids` that are still `received` (skipping rows another publisher
     holds) for the rest of the caller's transaction."""
     query = Message.objects.filter(id__in=ids, status=MessageStatus.RECEIVED).order_by("id")
-    if connection.features.has_select_for_update_skip_locked:
-        query = query.select_for_update(skip_locked=True)
-    return list(query.values_list("id", flat=True))
+    return list(skip_locked(query).values_list("id", flat=True))
 
 
 def messages_enqueue_scoring(*, message_ids: Sequence[int]) -> int:
@@ -136,7 +135,7 @@ class SweepResult:
 
 def messages_sweep(*, now=None, limit: int = 20_000) -> SweepResult:
     """Re-enqueue work that waits too long, so a broker outage delays work but never loses it:
-    `received` messages (as the gatherer does), `queued` messages older than
+    `received` messages (as a gather does), `queued` messages older than
     STUCK_AFTER_SECONDS (their task may be lost), and flagged `scored` messages whose
     explanation never came. Waiting is never a failure: a duplicate task is a cheap no-op
     (scoring is idempotent); only a worker that repeatedly starts and never finishes a message
