@@ -42,7 +42,7 @@ def _model() -> dict[str, Any]:
 
 
 def _pipeline() -> dict[str, Any]:
-    """Whether messages leave `received`: single messages wait there for beat's gatherer, so
+    """Whether messages leave `received`: single messages wait there for a gather, so
     an old one means the `default` worker or beat is not running (or the broker is down)."""
     from django.conf import settings
     from django.db.models import Min

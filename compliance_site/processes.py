@@ -134,7 +134,7 @@ class WorkerProcess(CeleryProcess):
 
 
 class BeatProcess(CeleryProcess):
-    """`celery beat`: publishes the periodic tasks (the gatherer, the sweeper, the monitoring
+    """`celery beat`: publishes the periodic tasks (the sweeper, the monitoring
     refresh) with its own schedule file, so it never shares state with another beat."""
 
     ready_marker = b"beat: Starting..."

@@ -104,7 +104,7 @@ def _request_scoring(message_ids: list[int]) -> None:
     from scoring.services.queueing import messages_enqueue_scoring
 
     # robust: the messages are committed whatever happens here; a publish that fails on a
-    # database error leaves them `received` for the gatherer instead of failing the request.
+    # database error leaves them `received` for the sweeper instead of failing the request.
     transaction.on_commit(lambda: messages_enqueue_scoring(message_ids=message_ids), robust=True)
 
 

@@ -1,5 +1,5 @@
 """Concurrency: the same external_id posted from several threads at once becomes exactly one
-message, and two publishers (a bulk commit and a gather tick) never both publish one message."""
+message, and two publishers (a bulk commit and a gather) never both publish one message."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def test_messages_one_publisher_is_publishing_are_skipped_by_another():
         thread = threading.Thread(target=first, name="first")
         thread.start()
         assert holding.wait(10), "the first publisher never published"
-        # when: a second publisher (a gather tick) runs while the first holds the messages
+        # when: a second publisher (a gather) runs while the first holds the messages
         second_result = messages_enqueue_scoring(message_ids=ids)
         release.set()
         thread.join(10)

@@ -2,7 +2,7 @@
 processes, the test database (PostgreSQL in CI), the API, and a (tiny) real transformer.
 
 Every message is scored exactly once: after a worker is SIGKILLed mid-batch, after the broker
-was down while messages arrived, and when single messages wait for beat's gatherer."""
+was down while messages arrived, and when single messages wait for a gather."""
 
 from __future__ import annotations
 

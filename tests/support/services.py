@@ -84,7 +84,7 @@ class CeleryWorker(WorkerProcess):
 
 
 class CeleryBeat(BeatProcess):
-    """A real `celery beat` (the gatherer, the sweeper) on the test database."""
+    """A real `celery beat` (the sweeper) on the test database."""
 
     def __init__(self, *, broker_url: str, name: str = "beat", **env: str) -> None:
         super().__init__(broker_url=broker_url, name=name, log_dir=LOG_DIR, **env)
