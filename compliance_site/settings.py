@@ -350,6 +350,10 @@ QA_SAMPLE_RATE = env_float("QA_SAMPLE_RATE", 0.02, low=0.0, high=1.0)
 MODELS_DIR = Path(env_str("MODELS_DIR", str(VAR_DIR / "models")))
 BASE_MODEL_PATH = env_str("BASE_MODEL_PATH", default_base_model_path() or "unset")
 SCORING_DEVICE = env_str("SCORING_DEVICE", "auto")  # auto | cpu | cuda
+# The Scorer's number format: auto = bfloat16 where the device has bf16 matrix units (a bf16 GPU;
+# a CPU with AVX512-BF16/AMX), float32 elsewhere; in bfloat16 the windows near a decision
+# threshold are re-scored in float32 (scoring.classifier.scorer, "Decisions in bfloat16").
+SCORING_PRECISION = env_choice("SCORING_PRECISION", "auto", ("auto", "float32", "bfloat16"))
 WINDOW_TOKENS = env_int("WINDOW_TOKENS", 128, minimum=16)
 WINDOW_STRIDE = env_int("WINDOW_STRIDE", 64, minimum=1)
 TOKEN_BUDGET = env_int("TOKEN_BUDGET", 8192, minimum=128)

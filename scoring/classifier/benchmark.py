@@ -2,9 +2,14 @@
 
 Both run the same model object on the same texts, in one process, one after the other:
 - the Scorer: windows (WINDOW_TOKENS / stride), sorted by length, dynamically padded batches
-  under a token budget, identical windows run once, inference_mode (bf16 autocast on CUDA);
+  under a token budget, identical windows run once, inference_mode, in its precision
+  (SCORING_PRECISION: bfloat16 where the device has bf16 matrix units, with the windows near a
+  decision re-scored in float32). When that is not float32, the same Scorer is timed again in
+  float32 on the same texts, and the report says how far its results are from float32's
+  (largest score difference, same flags, same claim types of flagged messages);
 - the pipeline with batch_size=1 and with each of 8, 32 and 64 (padding to the longest text of
-  each batch, in input order, as the pipeline does), truncating at the model's 512 positions.
+  each batch, in input order, as the pipeline does), truncating at the model's 512 positions,
+  on the model as loaded (float32).
 
 The pipeline reads a text up to 400 tokens in one pass where the Scorer reads 128-token
 windows with stride 64 (the way it scores long messages in production): on a long text the
@@ -24,10 +29,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from scoring.classifier.scorer import Scorer, autocast_for
+from scoring.classifier.precision import BFLOAT16, FLOAT32, autocast
+from scoring.classifier.scorer import Scorer, ScoreResult
 
 PIPELINE_BATCH_SIZES = (8, 32, 64)
 MIN_TOKENS, MAX_TOKENS = 10, 400
@@ -102,9 +109,29 @@ def timed(run: Callable[[], object], n: int) -> Timing:
     return Timing(msgs_per_s=n / seconds, seconds=seconds)
 
 
-def scorer_timing(scorer: Scorer, texts: Sequence[str]) -> Timing:
+def scorer_timing(scorer: Scorer, texts: Sequence[str]) -> tuple[Timing, list[ScoreResult]]:
     scorer.score(texts[: min(16, len(texts))])  # warm-up
-    return timed(lambda: scorer.score(texts), len(texts))
+    results: list[ScoreResult] = []
+    return timed(lambda: results.extend(scorer.score(texts)), len(texts)), results
+
+
+def agreement(fast: Sequence[ScoreResult], exact: Sequence[ScoreResult], thresholds: Sequence[float]) -> dict:
+    """How far the Scorer's results in its precision are from float32's on the same texts: the
+    largest score difference, and the share of messages flagged (at every decision threshold)
+    and, when flagged, typed as float32 flags and types them."""
+    same_flag = [
+        (a.score >= t) == (b.score >= t) for t in thresholds for a, b in zip(fast, exact, strict=True)
+    ]
+    flagged = [(a, b) for t in thresholds for a, b in zip(fast, exact, strict=True) if b.score >= t]
+    return {
+        "max_abs_score_difference_vs_float32": round(
+            max(abs(a.score - b.score) for a, b in zip(fast, exact, strict=True)), 5
+        ),
+        "same_flag_rate_vs_float32": float(np.mean(same_flag)) if same_flag else None,
+        "same_claim_type_of_flagged_rate_vs_float32": (
+            float(np.mean([a.claim_type == b.claim_type for a, b in flagged])) if flagged else None
+        ),
+    }
 
 
 def hf_pipeline(scorer: Scorer):
@@ -153,7 +180,7 @@ def gpu_bf16_msgs_per_s(scorer: Scorer, n: int = 65_536, batch_size: int = 1024)
     ids = torch.randint(1000, vocab, (batch_size, GPU_TOKENS), device=scorer.device)
     mask = torch.ones_like(ids)
     batches = max(1, n // batch_size)
-    with torch.inference_mode(), autocast_for(scorer.device):
+    with torch.inference_mode(), autocast(scorer.device, BFLOAT16):
         for _ in range(3):
             scorer.model(input_ids=ids, attention_mask=mask)
         torch.cuda.synchronize()
@@ -167,7 +194,18 @@ def gpu_bf16_msgs_per_s(scorer: Scorer, n: int = 65_536, batch_size: int = 1024)
 def compare(scorer: Scorer, texts: Sequence[str], *, mix: str = "", progress: bool = True) -> dict:
     """Every figure bench_scoring prints, measured in this call on `texts`."""
     lengths = [len(scorer.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
-    scorer_run = scorer_timing(scorer, texts)
+    counted = dict(scorer.recheck_counts)
+    scorer_run, results = scorer_timing(scorer, texts)
+    windows, rechecked = (scorer.recheck_counts[k] - counted[k] for k in ("windows", "rechecked"))
+    exact = {}
+    if scorer.precision != FLOAT32:
+        float32_run, float32_results = scorer_timing(scorer.with_precision(FLOAT32), texts)
+        exact = {
+            "scorer_float32_msgs_per_s": round(float32_run.msgs_per_s, 1),
+            "decision_thresholds": scorer.decision_thresholds,
+            "rechecked_window_share": round(rechecked / windows, 4) if windows else 0.0,
+            **agreement(results, float32_results, scorer.decision_thresholds),
+        }
     classify = hf_pipeline(scorer)
     bs1 = pipeline_timing(classify, texts, 1, progress=progress)
     batched = {bs: pipeline_timing(classify, texts, bs, progress=progress) for bs in PIPELINE_BATCH_SIZES}
@@ -185,12 +223,17 @@ def compare(scorer: Scorer, texts: Sequence[str], *, mix: str = "", progress: bo
         "pipeline_best_msgs_per_s": round(batched[best_bs].msgs_per_s, 1),
         "ratio_vs_bs1": round(scorer_run.msgs_per_s / bs1.msgs_per_s, 2),
         "ratio_vs_best": round(scorer_run.msgs_per_s / batched[best_bs].msgs_per_s, 2),
+        "scorer_precision": scorer.precision,
+        "pipeline_precision": FLOAT32,
+        **exact,
         "window_tokens": scorer.window_tokens,
         "stride": scorer.stride,
         "token_budget": scorer.token_budget,
         "device": str(scorer.device),
         "torch_threads": torch.get_num_threads(),
     }
+    if exact:
+        report["ratio_float32_vs_bs1"] = round(exact["scorer_float32_msgs_per_s"] / bs1.msgs_per_s, 2)
     if scorer.device.type == "cuda":
         report["gpu_bf16_64_token_msgs_per_s"] = round(gpu_bf16_msgs_per_s(scorer), 1)
     report["peak_rss_mb"] = peak_rss_mb()

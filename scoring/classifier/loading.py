@@ -4,7 +4,9 @@ Nothing is loaded at import time: Celery forks its workers from a parent process
 loaded before the fork would be copied into every child (and CUDA cannot cross a fork). The
 first `get_scorer(version)` in a worker process loads the artifact (after checking its sha256),
 later calls return the same Scorer. Versions that share an artifact (threshold variants) share
-the Scorer; the threshold to route with is always the ModelVersion's own.
+the Scorer; the threshold to route with is always the ModelVersion's own, and every call registers
+it with the Scorer (`watch_threshold`), so that in bfloat16 the windows near it are re-scored in
+float32 (scoring.classifier.scorer, "Decisions in bfloat16").
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ def _key(model_version) -> tuple:
         model_version.artifact_sha256,
         str(Path(model_version.artifact_path).resolve()),
         settings.SCORING_DEVICE,
+        settings.SCORING_PRECISION,
         settings.WINDOW_TOKENS,
         settings.WINDOW_STRIDE,
         settings.TOKEN_BUDGET,
@@ -40,6 +43,7 @@ def get_scorer(model_version) -> Scorer:
     key = _key(model_version)
     scorer = _scorers.get(key)
     if scorer is not None:
+        scorer.watch_threshold(model_version.threshold)
         return scorer
     with _lock:
         scorer = _scorers.get(key)
@@ -55,8 +59,10 @@ def get_scorer(model_version) -> Scorer:
                 stride=settings.WINDOW_STRIDE,
                 token_budget=settings.TOKEN_BUDGET,
                 max_chars=settings.MAX_BODY_CHARS,
+                precision=settings.SCORING_PRECISION,
             )
             _scorers[key] = scorer
+    scorer.watch_threshold(model_version.threshold)
     return scorer
 
 

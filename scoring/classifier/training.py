@@ -36,8 +36,9 @@ from scoring.classifier.data import (
     read_rows,
 )
 from scoring.classifier.metrics import NOVEL, quality_bar, summarize
+from scoring.classifier.precision import BFLOAT16, FLOAT32, autocast
 from scoring.classifier.schedule import AnnealingPlan, epochs_that_fit
-from scoring.classifier.scorer import Scorer, autocast_for, resolve_device
+from scoring.classifier.scorer import Scorer, resolve_device
 from scoring.classifier.threshold import choose_threshold, describe_rule
 from scoring.constants import CLASS_LABELS
 
@@ -134,7 +135,7 @@ def _batch_loss(model, batch: Sequence[Example], device: torch.device, pad_id: i
     for row, ids in enumerate(flat):
         input_ids[row, : len(ids)] = torch.tensor(ids)
         mask[row, : len(ids)] = 1
-    with autocast_for(device):
+    with autocast(device, BFLOAT16 if device.type == "cuda" else FLOAT32):
         logits = model(input_ids=input_ids.to(device), attention_mask=mask.to(device)).logits.float()
     chosen, offset = [], 0
     for example in batch:
@@ -258,6 +259,7 @@ def train(config: TrainConfig, *, progress: bool = True) -> TrainResult:
             stride=config.stride,
             token_budget=config.token_budget,
             threshold=threshold,
+            precision=FLOAT32,  # metrics and the threshold are float32's (serving re-checks near it)
         )
 
     history: list[dict] = []

@@ -33,14 +33,25 @@ def test_threshold_variants_share_the_loaded_artifact(tiny_model_version):
     assert get_scorer(variant) is get_scorer(tiny_model_version)
 
 
+def test_every_version_scored_through_a_shared_scorer_has_its_threshold_rechecked(tiny_model_version):
+    variant = model_version_with_threshold(version=tiny_model_version, threshold=0.42, reason="test")
+
+    scorer = get_scorer(tiny_model_version)
+    get_scorer(variant)
+
+    assert {tiny_model_version.threshold, 0.42} <= set(scorer.decision_thresholds)
+
+
 def test_the_scorer_follows_the_scoring_settings(tiny_model_version, settings):
     settings.WINDOW_TOKENS = 32
     settings.WINDOW_STRIDE = 8
     settings.SCORING_DEVICE = "cpu"
+    settings.SCORING_PRECISION = "float32"
 
     scorer = get_scorer(tiny_model_version)
 
     assert (scorer.window_tokens, scorer.stride, str(scorer.device)) == (32, 8, "cpu")
+    assert scorer.precision == "float32"
     assert scorer.max_chars == settings.MAX_BODY_CHARS
 
 

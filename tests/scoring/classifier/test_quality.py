@@ -13,6 +13,7 @@ import pytest
 from django.conf import settings
 
 from scoring.classifier.metrics import NOVEL, quality_bar, summarize
+from scoring.classifier.precision import BFLOAT16, FLOAT32
 from scoring.classifier.scorer import Scorer
 from scoring.constants import CLAIM_TYPE_CODES
 from scoring.corpus.jsonl import read_jsonl
@@ -37,6 +38,26 @@ def test_split_scored(trained_model_artifact):
         for row, result in zip(rows, results, strict=True)
     ]
     return scorer.threshold, scored
+
+
+def test_bfloat16_flags_and_types_every_test_message_as_float32_does(trained_model_artifact):
+    # given the trained classifier in both number formats, deciding at its threshold
+    exact = Scorer(trained_model_artifact, device="cpu", precision=FLOAT32)
+    fast = exact.with_precision(BFLOAT16)
+    bodies = [r["body"] for r in read_jsonl(settings.CORPUS_PATH) if r["split"] == "test"]
+
+    # when
+    reference, results = exact.score(bodies), fast.score(bodies)
+
+    # then the flags, and the claim types of flagged messages, are float32's, re-scoring only
+    # the windows near the threshold; the other scores move by bf16 rounding only
+    threshold = exact.threshold
+    assert [r.score >= threshold for r in results] == [r.score >= threshold for r in reference]
+    flagged = [(a, b) for a, b in zip(results, reference, strict=True) if b.score >= threshold]
+    assert flagged and all(a.claim_type == b.claim_type for a, b in flagged)
+    assert max(abs(a.score - b.score) for a, b in zip(results, reference, strict=True)) < 0.05
+    counts = fast.recheck_counts
+    assert 0 < counts["rechecked"] < 0.5 * counts["windows"], counts
 
 
 def _training_record(artifact) -> dict:

@@ -9,6 +9,7 @@ from scoring.classifier.artifacts import (
     read_manifest,
     read_metrics,
 )
+from scoring.classifier.precision import FLOAT32
 from scoring.classifier.scorer import Scorer
 from scoring.classifier.training import TrainConfig, train, train_and_save
 from scoring.constants import CLASS_LABELS
@@ -73,7 +74,8 @@ def test_metrics_report_test_with_and_without_novel_phrasing_and_the_bar(tiny_mo
 def test_stored_eval_scores_match_what_the_saved_model_scores(tiny_model_artifact, tmp_path):
     rows = {r["id"]: r for r in tiny_corpus_rows()}
     stored = [r for r in read_eval_rows(tiny_model_artifact) if r["split"] == "test"]
-    scorer = Scorer(tiny_model_artifact, device="cpu", window_tokens=64, stride=32)
+    # training evaluates in float32 (the serving Scorer re-checks near the threshold in float32)
+    scorer = Scorer(tiny_model_artifact, device="cpu", window_tokens=64, stride=32, precision=FLOAT32)
 
     rescored = scorer.claim_scores([rows[r["id"]]["body"] for r in stored])
 

@@ -1,0 +1,55 @@
+"""The number format of the model's matrix products: float32, or bfloat16 where the hardware
+computes it natively. One definition for the Scorer (scoring.classifier.scorer) and for the
+Integrated Gradients of explanations.attribution. torch only; no Django.
+
+"auto" resolves to bfloat16 on a device with bf16 matrix units (a CUDA GPU that supports bf16;
+a CPU with AVX512-BF16 or AMX instructions) and to float32 elsewhere. A CPU with plain AVX-512
+but no bf16 instructions is float32: oneDNN emulates bf16 there, slower than float32.
+bfloat16 runs under torch.autocast (matrix products in bf16; softmax, layer norm and the loss in
+float32), with the weights kept in float32, so the same model serves both formats.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+FLOAT32, BFLOAT16, AUTO = "float32", "bfloat16", "auto"
+PRECISIONS = (AUTO, FLOAT32, BFLOAT16)
+
+
+def _cpu_has_bf16_instructions() -> bool:
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    try:
+        return any(getattr(torch.cpu, name)() for name in checks if hasattr(torch.cpu, name))
+    except RuntimeError:
+        return False
+
+
+def native_bf16(device) -> bool:
+    """Whether `device` computes bf16 matrix products natively (see the module docstring)."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return bool(torch.cuda.is_bf16_supported())
+    if device.type == "cpu":
+        return _cpu_has_bf16_instructions()
+    return False
+
+
+def resolve_precision(precision: str, device) -> str:
+    """ "float32" or "bfloat16" on `device`; "auto" as the module docstring says."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if precision == AUTO:
+        return BFLOAT16 if native_bf16(device) else FLOAT32
+    return precision
+
+
+def autocast(device, precision: str):
+    """The context a forward pass runs in for a resolved `precision` on `device`."""
+    if precision == FLOAT32:
+        return contextlib.nullcontext()
+    if precision == BFLOAT16:
+        return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16)
+    raise ValueError(f"precision must be resolved to {FLOAT32} or {BFLOAT16}, not {precision!r}")
