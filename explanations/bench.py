@@ -5,12 +5,13 @@ a naive loop, on the same messages, in one run. No Django; `bench_explain` print
   EXPLAIN_BATCH_SIZE messages per call; their spans go through Captum together (length-sorted,
   padded and masked, internal_batch_size under a token budget, weights frozen so the backward
   pass computes input gradients only), in IG_PRECISION (bfloat16 gradients where the device has
-  bf16 kernels: explanations.attribution), and all the checks' variant texts are scored in one
-  call.
+  bf16 matrix units: explanations.attribution), and all the checks' variant texts are scored in
+  one call by the Scorer, in its precision (SCORING_PRECISION: bfloat16 with the texts near the
+  threshold re-scored in float32, so every decision flip is float32's).
 - naive: for each message alone, one Captum LayerIntegratedGradients call with the same n_steps,
   quadrature (IG_METHOD) and baseline on the model as loaded (float32, captum's default internal
   batching: all steps in one forward pass; convergence delta from captum), then that message's
-  check alone.
+  check alone, its texts scored in float32.
 
 Both run exactly n_steps: the pipeline's refinement of unconverged attributions
 (IG_REFINE_DOUBLINGS) is off here, so that both do the same work; the report gives the mean
@@ -136,8 +137,9 @@ def naive_attribution(scorer, span: ExplainedSpan, n_steps: int) -> tuple[np.nda
 def run_naive(
     scorer, items: Sequence[MessageToExplain], *, n_steps: int, progress: bool = False
 ) -> RunResult:
-    """For each message alone: its span, one Captum call, its check alone."""
-    score_fn = CountingScoreFn(scorer)
+    """For each message alone: its span, one Captum call, its check alone (scored in float32,
+    the model as loaded)."""
+    score_fn = CountingScoreFn(scorer.with_precision(FLOAT32))
     scores, deltas, checks = [], [], []
     started = time.perf_counter()
     for item in tqdm(items, desc="naive", disable=not progress):

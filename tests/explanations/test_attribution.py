@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from scipy.stats import spearmanr
 
-import explanations.attribution as attribution_module
 from explanations.attribution import (
     BFLOAT16,
     FLOAT32,
     ExplainedSpan,
+    bf16_twin,
     claim_scores,
     encode,
     explained_span,
     integrated_gradients,
     merge_to_words,
     occlusion,
-    resolve_precision,
     scorer_windows,
     token_to_word,
     widen_to_words,
@@ -84,6 +84,20 @@ def test_bfloat16_gradients_rank_the_words_as_float32_does(tiny_scorer):
         assert abs(b.convergence_delta - a.convergence_delta) < 0.05
 
 
+def test_the_bf16_twin_keeps_the_embeddings_in_float32_and_leaves_the_model_alone(tiny_scorer):
+    model = tiny_scorer.model
+
+    twin = bf16_twin(model)
+
+    assert bf16_twin(model) is twin  # made once per model
+    assert twin is not model and next(model.parameters()).dtype == torch.float32
+    assert all(w.dtype == torch.float32 for w in twin.base_model.embeddings.parameters())
+    assert all(w.dtype == torch.bfloat16 for w in twin.base_model.encoder.parameters())
+    assert not any(w.requires_grad for w in twin.parameters())
+    ids = torch.tensor([[101, 2000, 2001, 102]])
+    assert twin.base_model.embeddings(input_ids=ids).dtype == torch.bfloat16
+
+
 def test_unconverged_attributions_are_refined_with_twice_the_steps(tiny_scorer):
     spans = [whole(CLAIM), whole("Guaranteed delivery, fast."), whole(NEUTRAL)]
     plain = integrated_gradients(tiny_scorer, spans, n_steps=2, precision=FLOAT32)
@@ -103,15 +117,10 @@ def test_unconverged_attributions_are_refined_with_twice_the_steps(tiny_scorer):
         assert again.convergence_delta == pytest.approx(after.convergence_delta, abs=1e-5)
 
 
-def test_the_ig_precision_is_resolved_for_the_device(monkeypatch):
-    assert resolve_precision(FLOAT32, "cpu") == FLOAT32
-    assert resolve_precision(BFLOAT16, "cpu") == BFLOAT16
-    monkeypatch.setattr(attribution_module, "native_bf16", lambda device: True)
-    assert resolve_precision("auto", "cpu") == BFLOAT16
-    monkeypatch.setattr(attribution_module, "native_bf16", lambda device: False)
-    assert resolve_precision("auto", "cpu") == FLOAT32
+def test_ig_refuses_a_wrong_precision_or_negative_doublings(tiny_scorer):
+    # (how "auto" resolves on each device: tests/scoring/classifier/test_precision.py)
     with pytest.raises(ValueError, match="float16"):
-        resolve_precision("float16", "cpu")
+        integrated_gradients(tiny_scorer, [], precision="float16")
     with pytest.raises(ValueError, match="doublings"):
         integrated_gradients(None, [], doublings=-1)
 
