@@ -43,6 +43,7 @@ No Django here: get_scorer() in loading.py builds Scorers from ModelVersions and
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import threading
@@ -209,22 +210,11 @@ class Scorer:
         return scorer
 
     def with_precision(self, precision: str) -> Scorer:
-        """This Scorer (same model, windows and thresholds) computing in another `precision`."""
-        other = self.from_model(
-            self.model,
-            self.tokenizer,
-            labels=self.labels,
-            device=self.device,
-            window_tokens=self.window_tokens,
-            stride=self.stride,
-            token_budget=self.token_budget,
-            max_chars=self.max_chars,
-            threshold=self.threshold,
-            precision=precision,
-        )
-        for threshold in self.decision_thresholds:
-            other.watch_threshold(threshold)
-        other.artifact_dir = self.artifact_dir
+        """This Scorer (same model, windows and thresholds) computing in another `precision`,
+        with its own re-check counts."""
+        other = copy.copy(self)
+        other.precision = resolve_precision(precision, self.device)
+        other._start_bookkeeping(self._watched)
         return other
 
     def _setup(
@@ -264,7 +254,10 @@ class Scorer:
         self.max_chars = max_chars
         self.precision = resolve_precision(precision, device)
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        self._watched: set[float] = set()
+        self._start_bookkeeping(set())
+
+    def _start_bookkeeping(self, watched: set[float]) -> None:
+        self._watched = set(watched)
         self._counts_lock = threading.Lock()
         self.recheck_counts = {"windows": 0, "rechecked": 0}
 
