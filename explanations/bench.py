@@ -51,6 +51,7 @@ from explanations.attribution import (
 )
 from explanations.engine import INTEGRATED_GRADIENTS, MessageToExplain, explain_messages, explained_spans
 from explanations.faithfulness import FaithfulnessResult, converged, faithfulness_check, spearman
+from scoring.classifier.precision import hardware
 
 
 class CountingScoreFn:
@@ -203,10 +204,9 @@ def compare(
         "n": n,
         "n_steps": n_steps,
         "batch_size": batch_size,
-        "device": str(scorer.device),
+        **hardware(scorer.device),
         "ig_precision": resolve_precision(precision, scorer.device),
         "naive_precision": FLOAT32,
-        "torch_threads": torch.get_num_threads(),
         "explain_msgs_per_s": round(explain_rate, 3),
         "naive_msgs_per_s": round(naive_rate, 3),
         "ratio_vs_naive": round(explain_rate / naive_rate, 3),

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from scoring.classifier.precision import BFLOAT16, FLOAT32, autocast
+from scoring.classifier.precision import BFLOAT16, FLOAT32, autocast, hardware
 from scoring.classifier.scorer import Scorer, ScoreResult
 
 PIPELINE_BATCH_SIZES = (8, 32, 64)
@@ -194,6 +194,7 @@ def gpu_bf16_msgs_per_s(scorer: Scorer, n: int = 65_536, batch_size: int = 1024)
 def compare(scorer: Scorer, texts: Sequence[str], *, mix: str = "", progress: bool = True) -> dict:
     """Every figure bench_scoring prints, measured in this call on `texts`."""
     lengths = [len(scorer.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+    window_tokens = sum(w.n_tokens for windows in scorer.windows(texts) for w in windows)
     counted = dict(scorer.recheck_counts)
     scorer_run, results = scorer_timing(scorer, texts)
     windows, rechecked = (scorer.recheck_counts[k] - counted[k] for k in ("windows", "rechecked"))
@@ -216,7 +217,12 @@ def compare(scorer: Scorer, texts: Sequence[str], *, mix: str = "", progress: bo
         "tokens_min": min(lengths),
         "tokens_max": max(lengths),
         "tokens_mean": round(sum(lengths) / len(lengths), 1),
+        # The encoder's work per message, special tokens included: the pipeline reads each text
+        # once (up to 512 positions); the Scorer reads its overlapping windows.
+        "pipeline_tokens_per_msg": round(sum(min(n + 2, 512) for n in lengths) / len(lengths), 1),
+        "scorer_tokens_per_msg": round(window_tokens / len(texts), 1),
         "scorer_msgs_per_s": round(scorer_run.msgs_per_s, 1),
+        "scorer_tokens_per_s": round(window_tokens / scorer_run.seconds),
         "pipeline_bs1_msgs_per_s": round(bs1.msgs_per_s, 1),
         "pipeline_msgs_per_s_by_batch_size": {str(bs): round(t.msgs_per_s, 1) for bs, t in batched.items()},
         "pipeline_best_batch_size": best_bs,
@@ -229,8 +235,7 @@ def compare(scorer: Scorer, texts: Sequence[str], *, mix: str = "", progress: bo
         "window_tokens": scorer.window_tokens,
         "stride": scorer.stride,
         "token_budget": scorer.token_budget,
-        "device": str(scorer.device),
-        "torch_threads": torch.get_num_threads(),
+        **hardware(scorer.device),
     }
     if exact:
         report["ratio_float32_vs_bs1"] = round(exact["scorer_float32_msgs_per_s"] / bs1.msgs_per_s, 2)

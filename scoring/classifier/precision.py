@@ -12,6 +12,8 @@ float32), with the weights kept in float32, so the same model serves both format
 from __future__ import annotations
 
 import contextlib
+import platform
+from pathlib import Path
 
 import torch
 
@@ -53,3 +55,33 @@ def autocast(device, precision: str):
     if precision == BFLOAT16:
         return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16)
     raise ValueError(f"precision must be resolved to {FLOAT32} or {BFLOAT16}, not {precision!r}")
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo), else what the platform module says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def hardware(device) -> dict:
+    """What a benchmark figure was measured on: the device, the CPU, its widest vector
+    instructions torch uses (e.g. AVX2, AVX512), whether the device has bf16 matrix units, what
+    "auto" resolves to there, torch's threads, and the GPU's name on CUDA. Figures of the same
+    command differ between a CPU with bf16 units and one without by a factor of two or more."""
+    device = torch.device(device)
+    report = {
+        "device": str(device),
+        "cpu_model": cpu_model(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "native_bf16": native_bf16(device),
+        "auto_precision": resolve_precision(AUTO, device),
+        "torch_threads": torch.get_num_threads(),
+    }
+    if device.type == "cuda":
+        report["gpu_name"] = torch.cuda.get_device_name(device)
+    return report

@@ -30,6 +30,7 @@ def test_bench_explain_prints_one_json_object_with_both_rates(tiny_model_version
     assert set(data) >= KEYS
     assert data["ig_precision"] == data["naive_precision"] == "float32"
     assert data["n"] == 5 and data["n_steps"] == 8 and data["device"] == "cpu"
+    assert {"cpu_model", "cpu_capability", "native_bf16", "auto_precision", "torch_threads"} <= set(data)
     assert data["explain_msgs_per_s"] > 0 and data["naive_msgs_per_s"] > 0
     assert data["ratio_vs_naive"] == pytest.approx(
         data["explain_msgs_per_s"] / data["naive_msgs_per_s"], rel=0.01

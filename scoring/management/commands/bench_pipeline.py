@@ -36,6 +36,7 @@ from compliance_site.celery import app as celery_app
 from compliance_site.processes import BeatProcess, CeleryProcess, WorkerProcess, wait_until
 from reviews.roles import Role
 from scoring.classifier.loading import get_scorer
+from scoring.classifier.precision import hardware
 from scoring.constants import MessageStatus
 from scoring.models import Message
 from scoring.services.pipeline import active_model_version
@@ -126,7 +127,7 @@ class Command(BaseCommand):
                 "broker": broker_url.split("://", 1)[0],
                 "database": connection.vendor,
                 "model_version": version.name,
-                "device": str(scorer.device),
+                **hardware(scorer.device),
             }
         )
         if quiet:

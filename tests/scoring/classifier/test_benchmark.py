@@ -6,9 +6,11 @@ import io
 import json
 
 import pytest
+import torch
 from django.core.management import CommandError, call_command
 
 from scoring.classifier.benchmark import compare, mixed_length_texts
+from scoring.classifier.precision import native_bf16, resolve_precision
 from tests.support.models import tiny_corpus_rows
 
 BODIES = [row["body"] for row in tiny_corpus_rows()]
@@ -90,6 +92,24 @@ def test_compare_measures_every_figure_in_one_run(tiny_scorer):
         abs=0.01,  # both sides are rounded to 2 decimals
     )
     assert report["device"] == "cpu" and "gpu_bf16_64_token_msgs_per_s" not in report
+
+
+def test_compare_reports_each_sides_token_work_and_the_hardware(tiny_scorer):
+    texts = mixed_length_texts(BODIES, tiny_scorer.tokenizer, 10, mix="uniform", min_tokens=10, max_tokens=80)
+    lengths = [len(tiny_scorer.tokenizer(t)["input_ids"]) for t in texts]  # with [CLS] and [SEP]
+    window_tokens = [sum(w.n_tokens for w in windows) for windows in tiny_scorer.windows(texts)]
+
+    report = compare(tiny_scorer, texts, mix="uniform", progress=False)
+
+    assert report["pipeline_tokens_per_msg"] == pytest.approx(sum(lengths) / 10, abs=0.05)
+    assert report["scorer_tokens_per_msg"] == pytest.approx(sum(window_tokens) / 10, abs=0.05)
+    # The tiny scorer's 16-token windows overlap, so it reads more tokens than the pipeline.
+    assert report["scorer_tokens_per_msg"] > report["pipeline_tokens_per_msg"]
+    assert report["scorer_tokens_per_s"] > 0
+    assert report["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert report["auto_precision"] == resolve_precision("auto", "cpu")
+    assert report["native_bf16"] == native_bf16("cpu") and report["torch_threads"] == torch.get_num_threads()
+    assert report["cpu_model"]
 
 
 @pytest.mark.django_db
