@@ -3,11 +3,11 @@ a naive loop, on the same messages, in one run. No Django; `bench_explain` print
 
 - batched (the project's path, engine.explain_messages with IG only, as the pipeline runs it):
   EXPLAIN_BATCH_SIZE messages per call; their spans go through Captum together (length-sorted,
-  padded and masked, internal_batch_size under a token budget, weights frozen so the backward
-  pass computes input gradients only), in IG_PRECISION (bfloat16 gradients where the device has
-  bf16 matrix units: explanations.attribution), and all the checks' variant texts are scored in
-  one call by the Scorer, in its precision (SCORING_PRECISION: bfloat16 with the texts near the
-  threshold re-scored in float32, so every decision flip is float32's).
+  padded and masked, internal_batch_size under a token budget, weights frozen), in IG_PRECISION
+  (bfloat16 gradients where the device has bf16 matrix units: explanations.attribution), and all
+  the checks' variant texts are scored in one call by the Scorer, in its precision
+  (SCORING_PRECISION: bfloat16 with the texts near the threshold re-scored in float32, so every
+  decision flip is float32's).
 - naive: for each message alone, one Captum LayerIntegratedGradients call with the same n_steps,
   quadrature (IG_METHOD) and baseline on the model as loaded (float32, captum's default internal
   batching: all steps in one forward pass; convergence delta from captum), then that message's
