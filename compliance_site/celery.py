@@ -1,8 +1,11 @@
-"""The Celery application: queue `gpu` for scoring and explaining, `default` for the rest.
+"""The Celery application: queue `gpu` for scoring and explaining, `checks` for the long model
+checks (the canary check after an activation, model comparisons), `default` for the rest.
 
-Workers are started with `celery -A compliance_site worker -Q gpu` (model work) and
-`-Q default` (everything else, the gathers that batch single messages included); beat runs
-the sweeper and the monitoring refresh. See README, "Moving to PostgreSQL, Redis and GPU workers".
+Workers are started with `celery -A compliance_site worker -Q gpu,checks` on a GPU (model
+work), or `-Q gpu` and `-Q checks` as two workers on a CPU (a check takes minutes there and must
+not hold up scoring), and `-Q default` (everything else, the gathers that batch single
+messages included); beat runs the sweeper and the monitoring refresh. See README, "Moving to
+PostgreSQL, Redis and GPU workers".
 """
 
 import os
@@ -14,11 +17,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "compliance_site.settings")
 
 app = Celery("compliance_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.task_queues = (Queue("default"), Queue("gpu"))
+app.conf.task_queues = (Queue("default"), Queue("gpu"), Queue("checks"))
 app.conf.task_routes = {
     "scoring.tasks.score_batch": {"queue": "gpu"},
     "scoring.tasks.shadow_score_batch": {"queue": "gpu"},
-    "scoring.tasks.compare_models": {"queue": "gpu"},
+    "scoring.tasks.compare_models": {"queue": "checks"},
     "explanations.tasks.explain_batch": {"queue": "gpu"},
+    "explanations.tasks.canary_check": {"queue": "checks"},
 }
 app.autodiscover_tasks()

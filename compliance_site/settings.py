@@ -328,6 +328,12 @@ EXPLAIN_BATCH_SIZE = env_int("EXPLAIN_BATCH_SIZE", 32, minimum=1)
 # Queues: scoring and explaining run on GPU workers (`-Q gpu`), everything else on `default`.
 SCORING_QUEUE = env_str("SCORING_QUEUE", "gpu")
 EXPLAIN_QUEUE = env_str("EXPLAIN_QUEUE", "gpu")
+# The long model checks (the canary check after an activation, model comparisons) have a queue
+# of their own, so that they never hold up scoring: a GPU worker consumes `-Q gpu,checks` (a few
+# seconds there); on a CPU a worker of its own does (`make run`; measured on a 2-core CPU: the
+# canary check takes about 2 minutes; behind it on `gpu` a new message waited 80 s, beside it on
+# a worker of its own three messages were scored in 4-8 s).
+CHECKS_QUEUE = env_str("CHECKS_QUEUE", "checks")
 # A single message asks for a gather this many seconds later (unless one is already pending in
 # this process); the messages that arrive meanwhile join its batch. Measured: a beat tick every
 # 0.5 s instead cost 18 % of scoring throughput on a 2-core CPU (bench_pipeline 0.63 vs 0.77).

@@ -1,4 +1,5 @@
-"""Celery tasks of the explanation step (gpu queue): thin wrappers around one service."""
+"""Celery tasks of the explanation step (explain_batch: gpu queue; canary_check: checks queue):
+thin wrappers around one service."""
 
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ def shadow_score_batch(message_ids: list[int], version_id: int) -> int:
 
 @shared_task(acks_late=True, reject_on_worker_lost=True)
 def compare_models(comparison_id: int) -> str:
-    """Compute a requested model comparison (gpu queue: it scores with both versions)."""
+    """Compute a requested model comparison (checks queue: it scores with both versions)."""
     from scoring.services.comparisons import model_comparison_run
 
     return model_comparison_run(comparison_id=comparison_id).status

@@ -218,16 +218,16 @@ def canary_check_for_activation(*, activation_id: int, progress: bool = False) -
 
 
 def canary_check_enqueue(*, activation_id: int) -> bool:
-    """Queue the canary check of an activation on the explanation (GPU) queue, unless
-    CANARY_ON_ACTIVATION is off. The check takes minutes on a CPU, so the activation does not
-    wait for it. When the broker is down, a CanaryCheck records that it could not be queued and
-    how to run it by hand. Returns whether a task was published."""
+    """Queue the canary check of an activation on the checks queue, unless CANARY_ON_ACTIVATION
+    is off. The check takes minutes on a CPU, so neither the activation nor scoring (queue
+    `gpu`) waits for it. When the broker is down, a CanaryCheck records that it could not be
+    queued and how to run it by hand. Returns whether a task was published."""
     if not settings.CANARY_ON_ACTIVATION:
         return False
     from explanations.tasks import canary_check
 
     try:
-        canary_check.apply_async(args=[activation_id], queue=settings.EXPLAIN_QUEUE, retry=False)
+        canary_check.apply_async(args=[activation_id], queue=settings.CHECKS_QUEUE, retry=False)
         return True
     except Exception as exc:
         logger.warning("the canary check of activation %s could not be queued: %s", activation_id, exc)

@@ -19,8 +19,8 @@ logger = logging.getLogger(__name__)
 def model_comparison_request(
     *, baseline: ModelVersion, candidate: ModelVersion, user=None
 ) -> ModelComparison:
-    """Record a pending comparison and queue its computation after commit (gpu queue: it
-    scores with both models). Comparing a version with itself is refused."""
+    """Record a pending comparison and queue its computation after commit (the checks queue: it
+    scores with both models for minutes on a CPU). Comparing a version with itself is refused."""
     if baseline.pk == candidate.pk:
         raise ModelVersionError("Choose two different model versions to compare.")
     with transaction.atomic():
@@ -34,7 +34,7 @@ def model_comparison_request(
             from scoring.tasks import compare_models
 
             try:
-                compare_models.apply_async(args=[comparison.pk], queue=settings.SCORING_QUEUE, retry=False)
+                compare_models.apply_async(args=[comparison.pk], queue=settings.CHECKS_QUEUE, retry=False)
             except Exception as exc:
                 logger.warning("broker unavailable, comparison %s stays pending: %s", comparison.pk, exc)
 

@@ -15,7 +15,7 @@ from explanations.models import CanaryCheck, FaithfulnessReport
 from explanations.services import canary_check_for_activation, canary_check_run
 from scoring.services.model_versions import model_version_activate, model_version_with_threshold
 from tests.support.models import tiny_corpus_rows, write_jsonl
-from tests.support.services import broker
+from tests.support.services import broker, published
 
 pytestmark = pytest.mark.django_db
 
@@ -164,13 +164,17 @@ def test_activation_rechecks_the_canaries_and_records_drift(
 
 
 def test_the_canary_check_of_an_activation_is_queued_not_waited_for(
-    tiny_model_version, tiny_corpus, django_capture_on_commit_callbacks
+    tiny_model_version, tiny_corpus, django_capture_on_commit_callbacks, settings
 ):
     other = model_version_with_threshold(version=tiny_model_version, threshold=0.5, reason="test")
+    published(settings.CHECKS_QUEUE), published(settings.EXPLAIN_QUEUE)
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        model_version_activate(version=other, reason="test")
-    assert len(callbacks) == 1  # published to the (in-memory) broker for a GPU worker
+        activation = model_version_activate(version=other, reason="test")
+    assert len(callbacks) == 1
     assert not CanaryCheck.objects.exists()
+    # on the checks queue, where it cannot hold up scoring and explaining on `gpu`
+    assert published(settings.CHECKS_QUEUE) == [("explanations.tasks.canary_check", [activation.pk])]
+    assert published(settings.EXPLAIN_QUEUE) == []
 
 
 def test_when_the_broker_is_down_the_check_records_how_to_run_it_by_hand(

@@ -13,6 +13,7 @@ from scoring.models import ModelComparison
 from scoring.services.comparisons import model_comparison_request
 from scoring.services.model_versions import model_version_with_threshold
 from tests.factories import ReviewDecisionFactory, UserFactory, reviewable_message
+from tests.support.services import published
 
 pytestmark = pytest.mark.django_db
 
@@ -86,6 +87,17 @@ def test_each_version_is_judged_at_its_own_threshold_on_every_set(tiny_model_ver
 def test_comparing_a_version_with_itself_is_refused(tiny_model_version):
     with pytest.raises(ModelVersionError, match="two different"):
         model_comparison_request(baseline=tiny_model_version, candidate=tiny_model_version)
+
+
+def test_a_requested_comparison_is_computed_on_the_checks_queue_not_the_scoring_one(
+    tiny_model_version, flag_everything, django_capture_on_commit_callbacks, settings
+):
+    published(settings.CHECKS_QUEUE), published(settings.SCORING_QUEUE)
+    with django_capture_on_commit_callbacks(execute=True):
+        comparison = model_comparison_request(baseline=tiny_model_version, candidate=flag_everything)
+    assert comparison.status == ModelComparison.Status.PENDING
+    assert published(settings.CHECKS_QUEUE) == [("scoring.tasks.compare_models", [comparison.pk])]
+    assert published(settings.SCORING_QUEUE) == []
 
 
 def test_the_command_stores_the_comparison_and_prints_json(

@@ -68,11 +68,35 @@ def test_the_workers_together_consume_every_queue_tasks_are_routed_to():
     assert routed | {celery_app.conf.task_default_queue} <= consumed
 
 
-def test_the_gpu_worker_reserves_an_nvidia_device_and_consumes_the_gpu_queue():
+def test_the_gpu_worker_reserves_an_nvidia_device_and_consumes_the_model_queues():
     worker = SERVICES["gpu-worker"]
     devices = worker["deploy"]["resources"]["reservations"]["devices"]
     assert devices[0]["driver"] == "nvidia" and "gpu" in devices[0]["capabilities"]
-    assert _option(worker["command"], "-Q") == "gpu"
+    assert set(_option(worker["command"], "-Q").split(",")) == {"gpu", "checks"}
+
+
+def _procfile() -> dict[str, list[str]]:
+    lines = (ROOT / "Procfile.dev").read_text().splitlines()
+    return {
+        name: command.split() for name, command in (line.split(": ", 1) for line in lines if line.strip())
+    }
+
+
+def test_make_run_starts_programs_the_venv_has_and_workers_for_every_routed_queue():
+    workers: dict[str, set[str]] = {}
+    for name, command in _procfile().items():
+        assert command[0].startswith(".venv/bin/") and command[0].split("/")[-1] in {"python", "celery"}
+        if command[0].endswith("python"):
+            assert command[1] == "manage.py" and command[2] in get_commands()
+        elif command[3] == "worker":
+            workers[name] = set(_option(command, "-Q").split(","))
+    routed = {route["queue"] for route in celery_app.conf.task_routes.values()}
+    assert routed | {celery_app.conf.task_default_queue} <= set().union(*workers.values())
+    # On a CPU a check takes minutes: a worker of its own, so that scoring never waits behind one.
+    for queues in workers.values():
+        assert not (
+            settings.CHECKS_QUEUE in queues and {settings.SCORING_QUEUE, settings.EXPLAIN_QUEUE} & queues
+        )
 
 
 def test_compose_environment_names_settings_that_exist():

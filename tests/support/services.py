@@ -114,3 +114,16 @@ def broker(url: str, transport_options: dict | None = None) -> Iterator[None]:
     finally:
         _reset_celery_connections()
         celery_app.conf.update(saved)
+
+
+def published(queue: str) -> list[tuple[str, list]]:
+    """Take every message waiting in `queue` on this process's broker (the in-memory one in
+    tests): (task name, positional args) of each, oldest first. Call it once before the code
+    under test too, to start from an empty queue."""
+    taken = []
+    with celery_app.connection_for_write() as connection:
+        channel = connection.default_channel
+        while (message := channel.basic_get(queue, no_ack=True)) is not None:
+            args, _kwargs, _embed = message.decode()
+            taken.append((message.headers["task"], list(args)))
+    return taken
