@@ -4,6 +4,7 @@ rollback, shadow challengers, threshold variants, and comparisons."""
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -220,5 +221,6 @@ def comparison_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "tables": comparison_tables(comparison.results),
         "canary_rows": canary_rows(comparison.results),
         "results": comparison.results,
+        "queue": settings.CHECKS_QUEUE,
     }
     return render(request, template, context)

@@ -93,3 +93,4 @@ def test_a_comparison_request_is_stored_pending_and_its_page_polls(client, admin
     )
     page = client.get(response["Location"])
     assert comparison.status == "pending" and b'hx-trigger="every 2s"' in page.content
+    assert b"Waiting for a worker on the checks queue" in page.content
