@@ -10,6 +10,7 @@ import random
 from dataclasses import dataclass, field
 
 from scoring.corpus.words import (
+    BROKERS,
     CATALYSTS,
     CITIES,
     COMPANIES,
@@ -20,18 +21,22 @@ from scoring.corpus.words import (
     FIRMS_US,
     FIRST_NAMES,
     FOODS,
+    INDICES,
     ITEMS,
     LAST_NAMES,
     MONTHS,
+    PAST_YEARS,
     PERIODS,
     PLACES,
     PRODUCT_KINDS,
     PRODUCT_PREFIXES,
+    QUARTERS,
     REGULATOR_ACRONYMS,
     REGULATOR_APPROVED_ADJ,
     REGULATORS,
     RESTAURANTS,
     SEASONS,
+    SECTORS,
     SOFTWARE,
     TEAMS,
     TIMES,
@@ -311,5 +316,13 @@ _SLOT_FUNCTIONS = {
     "number": lambda s: str(s.rng.randint(2, 40)),
     "ref": lambda s: f"{s.rng.randint(100000, 999999)}",
     "room": lambda s: str(s.rng.randint(101, 640)),
+    "index": lambda s: s.rng.choice(INDICES),
+    "broker": lambda s: s.rng.choice(BROKERS),
+    "sector": lambda s: s.rng.choice(SECTORS),
+    "past_year": lambda s: s.rng.choice(PAST_YEARS),
+    "quarter": lambda s: s.rng.choice(QUARTERS),
+    # a historical figure (last year's return, a fall), always stated as the past
+    "past_pct": lambda s: f"{s.rng.choice((1.8, 2.4, 3.1, 4.6, 5.2, 6.8, 7.3, 8.9, 9.4, 11.2, 12.7, 14.1))}%",
+    "rate_pct": lambda s: s.rng.choice(("3.75%", "4%", "4.25%", "4.5%", "4.75%", "5%", "5.25%")),
 }
 SLOT_NAMES: tuple[str, ...] = tuple(_SLOT_FUNCTIONS)

@@ -132,4 +132,19 @@ DEADLINES: tuple[str, ...] = (
 PERIODS: tuple[str, ...] = (
     "every year", "a year", "per year", "each year", "annually", "per annum",
 )
+INDICES: tuple[str, ...] = (
+    "the S&P 500", "the FTSE 100", "the Nasdaq", "the FTSE 250", "the Dow", "the Stoxx 600",
+    "the MSCI World index", "the Russell 2000", "the Nikkei", "the Euro Stoxx 50",
+)
+# Invented research houses and banks whose forecasts market commentary quotes.
+BROKERS: tuple[str, ...] = (
+    "Halberd Securities", "Crane & Moss", "Ellery Brothers", "Portman Research", "Vesta Capital Markets",
+    "Redfern Economics", "Alcott & Finch", "Bramwell Partners", "Tarrant Global", "Osric Bank",
+)
+SECTORS: tuple[str, ...] = (
+    "tech", "energy", "healthcare", "bank", "utility", "consumer staples", "industrial", "mining",
+    "real estate", "small-cap",
+)
+PAST_YEARS: tuple[str, ...] = ("2022", "2023", "2024", "2025")
+QUARTERS: tuple[str, ...] = ("Q1", "Q2", "Q3", "Q4")
 # fmt: on
