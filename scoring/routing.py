@@ -1,12 +1,20 @@
 """Routing after scoring, as pure functions (no Django).
 
 flagged (score >= threshold) or a rule hit -> explain, then review; otherwise cleared, except a
-random QA sample that is reviewed too, so that misses (false negatives) can be estimated."""
+random QA sample that is reviewed too, so that misses (false negatives) can be estimated.
+
+A rule hit routes only where the sender's own words are: in a part of the message that routes
+(scoring.segmentation: the body and the signature; quoted history only in a bare forward), so
+a scam quoted under a warning or a client's "is it guaranteed?" in the history routes nothing."""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from scoring.rules import CompiledRules, RuleHit, match
+from scoring.segmentation import Segment, routing_segments, segment
 
 MODEL_FLAG = "model_flag"
 RULE_HIT = "rule_hit"
@@ -46,3 +54,21 @@ def route(*, score: float, threshold: float, rule_hit: bool, qa_sample: bool) ->
     if qa_sample:
         return Route(QA_SAMPLE, needs_explanation=False, to_review=True, is_qa_sample=True)
     return Route(CLEARED, needs_explanation=False, to_review=False, is_qa_sample=False)
+
+
+def routing_rule_hits(
+    text: str,
+    compiled: CompiledRules | None,
+    *,
+    segmented: bool = True,
+    segments: Sequence[Segment] | None = None,
+) -> list[RuleHit]:
+    """The rule hits that route `text`: those inside a routing part of a segmented reading
+    (`segments`, or scoring.segmentation.segment(text)), every hit when `segmented` is False."""
+    if compiled is None or not len(compiled):
+        return []
+    hits = match(text, compiled)
+    if not segmented or not hits:
+        return hits
+    parts = routing_segments(segment(text) if segments is None else segments)
+    return [h for h in hits if any(p.start <= h.start and h.end <= p.end for p in parts)]

@@ -8,10 +8,19 @@ A rule is a case-insensitive regular expression (`RuleSpec.pattern`) plus two gu
   a prefix (`invest*` matches "invest", "investing", "investment"). This is what tells
   "risk-free investment" from "risk-free trial".
 - **negation guard**: when set, a negation word (`NEGATIONS`) among the `NEGATION_WINDOW` words
-  just before the match, within the same clause (the look-back stops at `.`, `!`, `?`, `;`,
-  `:` and line breaks), suppresses the hit: "we cannot guarantee returns", "the fund is not
-  approved by the SEC". A negation *inside* the match is the pattern's business: "no risk" is
-  a claim, so patterns decide for themselves.
+  just before the match, within the same clause, suppresses the hit: "we cannot guarantee
+  returns", "the fund is not approved by the SEC". The look-back stops at `.`, `!`, `?`, `;`,
+  `:`, line breaks and commas, so "Don't worry, your returns are guaranteed." and "No, returns
+  are guaranteed." are hits; a comma right after a negating verb does not end the clause, so
+  "we do not, and cannot, guarantee returns" stays negated (an interjection such as "No," or
+  "none," does). A negation *inside* the match is the pattern's business: "no risk" is a
+  claim, so patterns decide for themselves. The same guard also suppresses a hit that is
+  **asked** (its sentence ends with a question mark: "is the income guaranteed?" is a client's
+  question, not a promise), **quoted** (it lies inside quotation marks on its line: a warning
+  about offers of "guaranteed 20% a month", a client asking whether a fund is "FCA approved") or
+  **reported** (a reporting word such as "told", "claimed", "advertising", "promising" among the
+  words just before it, in its clause: "my last adviser told me the fund was risk free",
+  "schemes advertising guaranteed high yields are frauds"): words mentioned are not words used.
 
 Rules are deliberately a net with small holes: they catch the plain phrasings and miss the
 euphemisms ("your principal is bulletproof"), which is exactly the signal the monitoring of
@@ -58,14 +67,55 @@ NEGATIONS: frozenset[str] = frozenset(
         "hardly",
     }
 )
+# Words that report someone else's words: a hit right after one is mentioned, not made. "said" and
+# "says" are left out on purpose: "as I said, returns are guaranteed" is the sender's own claim.
+REPORTING: frozenset[str] = frozenset(
+    {
+        "told",
+        "tells",
+        "claim",
+        "claims",
+        "claimed",
+        "claiming",
+        "advertise",
+        "advertises",
+        "advertised",
+        "advertising",
+        "promising",
+        "alleged",
+        "allegedly",
+        "supposedly",
+        "so-called",
+    }
+)
 # How many words before a match the negation guard looks at (within the same clause).
-NEGATION_WINDOW = 3
-# Characters that end a clause for the negation look-back.
+NEGATION_WINDOW = 5
+# Characters that end a clause for the negation look-back; a comma ends one too, except right
+# after a negating verb ("we do not, and cannot, guarantee"): see _negated.
 _CLAUSE_END = re.compile(r"[.!?;:\n]")
+_COMMA = re.compile(r",")
+# Negation words that stand alone before a comma ("No, returns are guaranteed."): the comma
+# closes them off from what follows.
+_INTERJECTIONS: frozenset[str] = frozenset({"no", "none", "nothing", "nope", "nah"})
+_SENTENCE_END = re.compile(r"[.!?\n]")
+# Double quotation marks (curly ones are folded to straight ones first: see _FOLD).
+_QUOTE = '"'
 # A word for the guards: letters/digits with inner apostrophes or hyphens ("can't", "risk-free").
 _WORD = re.compile(r"\w+(?:['\-]\w+)*")
 # Same-length folding so that offsets into the folded text are offsets into the original.
-_FOLD = str.maketrans({"\u2019": "'", "\u2018": "'", "\u2010": "-", "\u2011": "-", "\u2013": "-"})
+_FOLD = str.maketrans(
+    {
+        "\u2019": "'",
+        "\u2018": "'",
+        "\u2010": "-",
+        "\u2011": "-",
+        "\u2013": "-",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u00ab": '"',
+        "\u00bb": '"',
+    }
+)
 
 
 class RuleError(ValueError):
@@ -183,9 +233,32 @@ def _negated(text: str, index: _WordIndex, start: int) -> bool:
         # Stop at a clause boundary between this word and the match.
         if _CLAUSE_END.search(text, index.ends[j], start):
             return False
-        if index.words[j] in NEGATIONS:
+        word = index.words[j]
+        if _COMMA.search(text, index.ends[j], start) and (word not in NEGATIONS or word in _INTERJECTIONS):
+            return False
+        if word in NEGATIONS or word in REPORTING:
             return True
     return False
+
+
+def _asked(text: str, end: int) -> bool:
+    """The sentence the match ends in ends with a question mark."""
+    found = _SENTENCE_END.search(text, end)
+    return found is not None and text[found.start()] == "?"
+
+
+def _quoted(text: str, start: int, end: int) -> bool:
+    """The match lies between two double quotation marks on its line."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end == -1 else line_end
+    before = text.count(_QUOTE, line_start, start)
+    return before % 2 == 1 and _QUOTE in text[end:line_end] and _QUOTE not in text[start:end]
+
+
+def _guarded(text: str, index: _WordIndex, start: int, end: int) -> bool:
+    """The negation guard: the hit is negated or reported, asked or quoted (module docstring)."""
+    return _negated(text, index, start) or _asked(text, end) or _quoted(text, start, end)
 
 
 def _in_context(text: str, index: _WordIndex, rule: _CompiledRule, start: int, end: int) -> bool:
@@ -225,7 +298,7 @@ def match(text: str, compiled: CompiledRules) -> list[RuleHit]:
             if spec.negation_guard or rule.context is not None:
                 if index is None:
                     index = _WordIndex(folded)
-                if spec.negation_guard and _negated(folded, index, start):
+                if spec.negation_guard and _guarded(folded, index, start, end):
                     continue
                 if rule.context is not None and not _in_context(folded, index, rule, start, end):
                     continue

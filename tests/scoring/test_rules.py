@@ -79,11 +79,48 @@ def test_without_the_negation_guard_a_negated_phrase_still_hits():
 
 
 def test_only_the_few_words_just_before_the_match_are_searched_for_a_negation():
-    assert NEGATION_WINDOW == 3
-    # "not" is the 3rd word before "guaranteed": suppressed.
-    assert texts_hit("Did not say returns guaranteed.", GUARANTEED) == []
-    # "not" is the 4th word before "guaranteed": outside the look-back, so it hits.
-    assert texts_hit("I did not say returns are guaranteed.", GUARANTEED) == ["guaranteed"]
+    assert NEGATION_WINDOW == 5
+    # "not" is the 5th word before "guaranteed": suppressed.
+    assert texts_hit("I did not say the returns are guaranteed.", GUARANTEED) == []
+    # "not" is the 6th word before "guaranteed": outside the look-back, so it hits.
+    assert texts_hit("I did not say that the returns are guaranteed.", GUARANTEED) == ["guaranteed"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Don't worry, your returns are guaranteed.",
+        "No, returns are guaranteed.",
+        "Nope, returns are guaranteed.",
+    ],
+)
+def test_a_comma_ends_the_clause_so_a_negation_before_it_does_not_suppress(text):
+    assert texts_hit(text, GUARANTEED) == ["guaranteed"]
+
+
+def test_a_comma_right_after_a_negating_verb_keeps_the_negation():
+    assert texts_hit("We do not, and cannot, guarantee returns.", GUARANTEED) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Can you tell me if the returns are guaranteed?",
+        'Be careful with anyone offering "guaranteed returns" on crypto.',
+        "A client said the caller claimed the returns were guaranteed.",
+        "Schemes advertising guaranteed returns are usually frauds.",
+    ],
+)
+def test_a_hit_that_is_asked_quoted_or_reported_is_suppressed_by_the_guard(text):
+    assert texts_hit(text, GUARANTEED) == []
+
+
+def test_a_question_elsewhere_in_the_message_does_not_suppress_a_claim():
+    assert texts_hit("Any questions? Returns are guaranteed.", GUARANTEED) == ["guaranteed"]
+
+
+def test_as_i_said_is_the_senders_own_claim_not_reported_speech():
+    assert texts_hit("As I said, returns are guaranteed.", GUARANTEED) == ["guaranteed"]
 
 
 def test_a_negation_in_the_previous_sentence_does_not_suppress():

@@ -1,0 +1,145 @@
+"""Message segmentation (scoring.segmentation): which part the sender wrote, which is the
+signature, which is quoted history; what routes."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scoring.segmentation import (
+    BODY,
+    QUOTED,
+    SIGNATURE,
+    kind_at,
+    routing_segments,
+    segment,
+    segments_json,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def parts(text: str) -> list[tuple[str, str]]:
+    return [(s.kind, text[s.start : s.end]) for s in segment(text)]
+
+
+def test_a_gmail_reply_is_body_signature_and_quoted_history():
+    text = (
+        "Hi Ana,\n\nNo, the income is not guaranteed.\n\nBest regards,\nTom Reyes\nSenior Adviser\n"
+        "Securities offered through Harbor & Lane, member FINRA/SIPC.\n\n"
+        "On Tue, 4 Mar 2025 at 09:12, Ana Roe <ana@roe.example> wrote:\n> Is the income guaranteed?\n> Ana\n"
+    )
+    assert [k for k, _ in parts(text)] == [BODY, SIGNATURE, QUOTED]
+    assert parts(text)[0][1] == "Hi Ana,\n\nNo, the income is not guaranteed."
+    assert parts(text)[2][1].startswith("On Tue, 4 Mar 2025") and parts(text)[2][1].endswith("> Ana")
+
+
+def test_an_attribution_wrapped_over_two_lines_is_quoted():
+    text = (
+        "Sure, Thursday works.\n\nOn Mon, Jan 6, 2025 at 4:01 PM Jane Roe <jane@roe.example>\nwrote:\n\n"
+        "> can we meet thursday?\n"
+    )
+    assert [k for k, _ in parts(text)] == [BODY, QUOTED]
+
+
+def test_an_outlook_header_block_starts_the_history_and_everything_below_is_quoted():
+    text = (
+        "Attached as promised.\n\n________________________________\nFrom: Jane Doe <jane@doe.example>\n"
+        "Sent: Monday, March 3, 2025 9:12 AM\nTo: Bob Smith\nSubject: RE: fund\n\n"
+        "Can I lose money on this?\n\nJane"
+    )
+    kinds = parts(text)
+    assert kinds[0] == (BODY, "Attached as promised.")
+    assert kinds[1][0] == QUOTED and kinds[1][1].endswith("Can I lose money on this?\n\nJane")
+
+
+def test_a_forward_separator_quotes_the_forwarded_message():
+    text = (
+        "Please see below - this is a scam, do not reply.\n\n---------- Forwarded message ---------\n"
+        "From: Promo <x@y.example>\nDate: Mon, 3 Feb 2025\nSubject: Offer\n\nGuaranteed 30% monthly returns!"
+    )
+    assert [k for k, _ in parts(text)] == [BODY, QUOTED]
+
+
+def test_inline_replies_between_quoted_lines_are_body():
+    text = "> Is it safe?\nNo investment is.\n> And the fees?\n0.75% a year."
+    assert parts(text) == [
+        (QUOTED, "> Is it safe?"),
+        (BODY, "No investment is."),
+        (QUOTED, "> And the fees?"),
+        (BODY, "0.75% a year."),
+    ]
+
+
+@pytest.mark.parametrize(
+    "closing", ["Best,", "Kind regards,", "Thanks", "Cheers!", "Many thanks,", "Regards", "Yours sincerely,"]
+)
+def test_a_closing_formula_over_a_name_starts_the_signature(closing):
+    text = f"The statement is attached.\n\n{closing}\nPriya"
+    assert parts(text) == [(BODY, "The statement is attached."), (SIGNATURE, f"{closing}\nPriya")]
+
+
+def test_a_closing_word_followed_by_a_sentence_is_not_a_sign_off():
+    text = "Thanks!\nI've attached the form and the fee schedule.\nReturns on the fund are guaranteed at 6%."
+    assert [k for k, _ in parts(text)] == [BODY]
+
+
+def test_a_postscript_after_the_signature_is_the_senders_body_again():
+    text = "See you Monday.\n\nCheers,\nBob\n\nP.S. The fund will double by March."
+    assert parts(text)[-1] == (BODY, "P.S. The fund will double by March.")
+    assert parts(text)[1][0] == SIGNATURE
+
+
+def test_the_signature_delimiter_starts_the_signature():
+    text = "Call me when you can.\n-- \nSam Patel | Wealth Manager\nNot FDIC insured. May lose value."
+    assert [k for k, _ in parts(text)] == [BODY, SIGNATURE]
+
+
+def test_a_chat_transcript_is_one_body():
+    text = "[10:42] bob: new fund\n[10:43] bob: 8% a yr locked\n[10:44] ana: nice"
+    assert parts(text) == [(BODY, text)]
+
+
+def test_body_and_signature_route_and_quoted_history_does_not():
+    text = "Yes.\n\nThanks,\nBob\n\nOn Mon, 3 Feb 2025, Ana <a@b.example> wrote:\n> Is it guaranteed?"
+    segments = segment(text)
+    assert [s.kind for s in routing_segments(segments)] == [BODY, SIGNATURE]
+    assert [part["routes"] for part in segments_json(segments)] == [True, True, False]
+
+
+def test_a_bare_forward_routes_its_quoted_text():
+    text = "---------- Forwarded message ---------\nFrom: Bob <b@x.example>\nDate: Mon\nTo: Ana\n\nZero risk."
+    segments = segment(text)
+    assert [s.kind for s in segments] == [QUOTED]
+    assert routing_segments(segments) == segments
+
+
+def test_segments_cover_every_non_blank_line_in_order_and_never_overlap():
+    text = "Hi,\n\nBody line.\n\nBest,\nAl\n\n> quoted\n\nreply\n"
+    segments = segment(text)
+    assert all(a.end <= b.start for a, b in itertools.pairwise(segments))
+    covered = "".join(text[s.start : s.end] for s in segments)
+    assert all(line.strip() in covered for line in text.splitlines() if line.strip())
+
+
+def test_empty_and_blank_texts_have_no_segments():
+    assert segment("") == [] and segment(" \n\n ") == []
+
+
+def test_kind_at_names_the_part_a_span_falls_in():
+    text = "Returns are guaranteed.\n\nBest,\nAl"
+    segments = segment(text)
+    assert kind_at(segments, 0, 7) == BODY
+    assert kind_at(segments, text.index("Al"), len(text)) == SIGNATURE
+    assert kind_at(segments, 1000, 1001) is None
+
+
+def test_segmentation_imports_no_django():
+    code = "import sys, scoring.segmentation; print(sorted(m for m in sys.modules if 'django' in m))"
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
