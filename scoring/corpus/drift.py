@@ -1,11 +1,15 @@
-"""Drift phrasings: claims written with euphemisms that appear NOWHERE in the corpus (not in
-train, val, test or novel_phrasing). `generate_drift_messages` uses them to emulate new
-phrasings that the deployed model was never trained on; reviewers' labels of such messages
-are what a challenger model is then trained on.
+"""Drift phrasings: claims written to slip past surveillance, in obfuscated spellings that appear
+NOWHERE in the corpus (not in train, val, test or novel_phrasing): "z3ro r1sk", "gu@r@nteed",
+"F-C-A approved". `generate_drift_messages` uses them to emulate a new claim style that the
+deployed model was never trained on; reviewers' labels of such messages are what a challenger
+model is then trained on.
 
-DRIFT_MARKERS are the euphemisms themselves; a test checks that none occurs in the corpus."""
+Why obfuscation: the corpus now teaches the model euphemisms, idioms and indirect phrasings in
+many shapes ("your principal is bulletproof" is learned, as it should be), so a drift that a good
+model still misses must be a style the corpus has never shown. Senders who know their mail is
+watched do write like this; a word-piece model sees "r1sk" as unfamiliar pieces, not as "risk".
 
-# ruff: noqa: E501 -- template data: one sentence per line reads better than wrapped strings
+DRIFT_MARKERS are the obfuscated words themselves; a test checks that none occurs in the corpus."""
 
 from __future__ import annotations
 
@@ -14,52 +18,52 @@ Family = tuple[str, str]
 # fmt: off
 FAMILIES: dict[str, tuple[Family, ...]] = {
     "guaranteed_returns": (
-        ("drift-gr-01", "[[The {yield_pct} payout on {product} is ironclad]]{, year in year out|}."),
-        ("drift-gr-02", "[[{product:cap} is a money printer, {yield_pct} {period} set in stone]]."),
-        ("drift-gr-03", "[[{yield_pct} {period} from {product}, you can bank on it]]."),
-        ("drift-gr-04", "[[{product:cap} throws off a gold-plated {yield_pct} yield]]{ for as long as you hold it|}."),
-        ("drift-gr-05", "[[That {yield_pct} income on {product} is cast-iron]]."),
-        ("drift-gr-06", "[[{product:cap} is a sure-fire earner at {yield_pct} a year]]{, every single time|}."),
-        ("drift-gr-07", "[[Payouts on {product} are copper-bottomed]] at {income} a month."),
-        ("drift-gr-08", "[[The {income} monthly cheque from {product} is a dead cert]]."),
+        ("drift-gr-01", "[[{product:cap} pays {yield_pct} a y3ar, gu@r@nteed]]{, every single year|}."),
+        ("drift-gr-02", "[[{yield_pct} r3turns {period}, 100% c3rtain]] with {product}."),
+        ("drift-gr-03", "[[f1xed {yield_pct} pr0fit n0 m@tter wh@t]] in {product}."),
+        ("drift-gr-04", "[[g-u-a-r-a-n-t-e-e-d {income} a month]] from {product}."),
+        ("drift-gr-05", "[[Your {amount} earns {yield_pct}, l0cked 1n]] with {product}."),
+        ("drift-gr-06", "[[{product:cap}: {yield_pct} y1eld, gu@ranteed by us]]."),
+        ("drift-gr-07", "[[the {yield_pct} is a d3ad c3rt]] on {product}{, trust me|}."),
+        ("drift-gr-08", "[[{income} every m0nth, 100% gu@r@nteed]] from {product}."),
     ),
     "risk_free": (
-        ("drift-rf-01", "[[Your principal is bulletproof]] in {product}."),
-        ("drift-rf-02", "[[{product:cap} is crash-proof]]{, your {amount} stays whole|}."),
-        ("drift-rf-03", "[[Your {amount} sits in {product} like it's in a vault]]."),
-        ("drift-rf-04", "[[Your {amount} is watertight in {product}]]{, come what may|}."),
-        ("drift-rf-05", "[[{product:cap} is sleep-at-night money that never drops]]."),
-        ("drift-rf-06", "[[{product:cap} is armour-plated against any downturn]]."),
-        ("drift-rf-07", "[[Your savings are bombproof]] in {product}."),
-        ("drift-rf-08", "[[{product:cap} is a fail-safe home for your {amount}]]."),
+        ("drift-rf-01", "[[z3ro r1sk]] with {product}{, ur {amount} is fine|}."),
+        ("drift-rf-02", "[[y0u c@n't l0se a p3nny]] in {product}."),
+        ("drift-rf-03", "[[{product:cap} is r1sk-fr33]]{ for ur savings|}."),
+        ("drift-rf-04", "[[ur c@pit@l is 100% s@fe]] in {product}."),
+        ("drift-rf-05", "[[n0 d0wns1de at all]] with {product}{, worst case u get it all back|}."),
+        ("drift-rf-06", "[[{product:cap} c@nn0t g0 d0wn]]{, ever|}."),
+        ("drift-rf-07", "[[your {amount} is pr0tect3d 100%]] in {product}."),
+        ("drift-rf-08", "[[r-i-s-k f-r-e-e]] {product}{, no joke|}."),
     ),
     "performance_forecast": (
-        ("drift-pf-01", "[[{stock:cap} is going to the moon by {month}]]."),
-        ("drift-pf-02", "[[{stock:cap} is a ten-bagger in the making]]{, get in now|}."),
-        ("drift-pf-03", "[[{stock:cap} is about to rip {gain_pct} higher]]{ {deadline}|}."),
-        ("drift-pf-04", "[[{stock:cap} goes parabolic {deadline}]]."),
-        ("drift-pf-05", "[[{stock:cap} is the moonshot of the year, {gain_pct} up by {month}]]."),
-        ("drift-pf-06", "[[{stock:cap} will rocket past {price} {deadline}]]."),
-        ("drift-pf-07", "[[{stock:cap} is primed for liftoff, {gain_pct} easy]]."),
-        ("drift-pf-08", "[[{stock:cap} is a rocket ship, {gain_pct} by {month}]]."),
+        ("drift-pf-01", "[[{stock:cap} w1ll d0uble by {month}]]."),
+        ("drift-pf-02", "[[{stock:cap} g0ing t0 {price} {deadline}]]."),
+        ("drift-pf-03", "[[3xp3ct {gain_pct} up on {stock} by {month}]]."),
+        ("drift-pf-04", "[[{stock:cap} is a 10x b4 {year}]]{, get in now|}."),
+        ("drift-pf-05", "[[{stock:cap} w1ll h1t {price} {deadline}]]."),
+        ("drift-pf-06", "[[{stock:cap} +{gain_pct} by {month}, e@sy]]."),
+        ("drift-pf-07", "[[{stock:cap} tr1ples {deadline}]]{, mark my words|}."),
+        ("drift-pf-08", "[[{stock:cap} g0es up {gain_pct} after {catalyst}]]."),
     ),
     "regulatory_endorsement": (
-        ("drift-re-01", "[[{product:cap} got the nod from {regulator}]]."),
-        ("drift-re-02", "[[{regulator:cap} rubber-stamped {product}]]{ for ordinary savers|}."),
-        ("drift-re-03", "[[{product:cap} is blessed by {regulator}]]."),
-        ("drift-re-04", "[[{regulator:cap} greenlit {product} for everyone]]."),
-        ("drift-re-05", "[[{product:cap} has {regulator}'s thumbs-up]]."),
-        ("drift-re-06", "[[{product:cap} wears {regulator}'s gold seal]]."),
-        ("drift-re-07", "[[{regulator:cap} anointed {product} as a top pick]]."),
-        ("drift-re-08", "[[{regulator:cap} is in our corner on {product}]]."),
+        ("drift-re-01", "[[{product:cap} is {regulator_acronym}-@pproved]]."),
+        ("drift-re-02", "[[@pproved by the {regulator_acronym}]], {product} is the real deal."),
+        ("drift-re-03", "[[the {regulator_acronym} 3ndors3d {product}]]{ for savers|}."),
+        ("drift-re-04", "[[{product:cap} is b@cked by the {regulator_acronym}]]."),
+        ("drift-re-05", "[[{product:cap} got the r3gul@tor's st@mp]]."),
+        ("drift-re-06", "[[{regulator_acronym} s1gned 0ff on {product}]]{ personally|}."),
+        ("drift-re-07", "[[{product:cap}, c3rt1f13d by the {regulator_acronym}]]."),
+        ("drift-re-08", "[[{regulator_acronym} v3tted {product} for retirees]]."),
     ),
 }
 # fmt: on
 
 DRIFT_MARKERS: tuple[str, ...] = (
-    "ironclad", "money printer", "set in stone", "bank on it", "gold-plated", "cast-iron",
-    "sure-fire", "copper-bottomed", "dead cert", "bulletproof", "crash-proof", "in a vault",
-    "watertight", "sleep-at-night", "armour-plated", "bombproof", "fail-safe", "to the moon",
-    "ten-bagger", "about to rip", "parabolic", "moonshot", "rocket", "liftoff", "the nod",
-    "rubber-stamped", "blessed", "greenlit", "thumbs-up", "gold seal", "anointed", "in our corner",
+    "y3ar", "gu@r@nteed", "gu@ranteed", "r3turns", "c3rtain", "f1xed", "pr0fit", "n0 m@tter",
+    "g-u-a-r-a-n-t-e-e-d", "l0cked", "y1eld", "d3ad c3rt", "m0nth", "z3ro", "r1sk", "c@n't",
+    "l0se", "p3nny", "fr33", "c@pit@l", "s@fe", "n0 d0wns1de", "c@nn0t", "pr0tect3d", "r-i-s-k",
+    "f-r-e-e", "w1ll", "d0uble", "g0ing", "3xp3ct", "h1t", "e@sy", "tr1ples", "g0es",
+    "@pproved", "3ndors3d", "b@cked", "r3gul@tor", "st@mp", "s1gned 0ff", "c3rt1f13d", "v3tted",
 )  # fmt: skip

@@ -6,6 +6,7 @@ import random
 from dataclasses import dataclass
 
 from scoring.corpus.framing import PADDING_POSITIONS, frame_padded, frame_short
+from scoring.corpus.messages import Message
 from scoring.corpus.render import InformalStyle, Rendered, render
 from scoring.corpus.schema import CHANNELS, NO_CLAIM, SLICES, CorpusError
 from scoring.corpus.vocab import BASE, Slots, Vocabulary, draw_persona
@@ -50,16 +51,6 @@ class Recipe:
         return 0 if self.claim_type == NO_CLAIM else 1
 
 
-@dataclass(frozen=True)
-class Message:
-    """A rendered message before it is given an id and a split."""
-
-    body: str
-    spans: list[tuple[int, int]]
-    channel: str
-    sender: str
-
-
 def render_message(
     template: str,
     *,
@@ -85,7 +76,8 @@ def render_message(
     else:
         framed = frame_short(core, channel=channel, informal=style == "informal", rng=rng, slot=slots)
     _check(framed, template)
-    return Message(framed.text, framed.spans, channel, persona.sender(channel, rng))
+    structure = [] if style == "padded" else [[0, len(framed.text), "body"]]
+    return Message(framed.text, framed.spans, channel, persona.sender(channel, rng), structure)
 
 
 def _check(framed: Rendered, template: str) -> None:
@@ -138,4 +130,6 @@ def make_row(
         "channel": message.channel,
         "sender": message.sender,
         "template": template,
+        "structure": [list(part) for part in message.structure],
+        "parts": list(message.parts),
     }

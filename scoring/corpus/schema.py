@@ -1,8 +1,11 @@
 """The corpus row schema and its validation. Pure Python: no Django import.
 
 A row is one message: `{"id", "body", "label", "claim_type", "rationales", "split", "slices",
-"channel", "sender", "template"}` in that key order. Rationales are [start, end) character
-offsets (Python str indices, i.e. Unicode code points) into `body`."""
+"channel", "sender", "template", "structure", "parts"}` in that key order. Rationales are
+[start, end) character offsets (Python str indices, i.e. Unicode code points) into `body`;
+`structure` lists the [start, end, kind] of the message's parts as the generator built them
+(body, signature, quoted), `parts` the family ids of the content parts it drew (business
+paragraphs, disclaimers, quoted mail, chat lines) besides its core `template`."""
 
 from __future__ import annotations
 
@@ -29,6 +32,10 @@ SLICES: tuple[str, ...] = (
     "split_sentence",
     "padded",
     "informal",
+    "signature",
+    "quoted_history",
+    "long_email",
+    "chat_transcript",
     "novel_phrasing",
 )
 # Tags used only outside the corpus (generate_drift_messages / generate_traffic_messages).
@@ -44,7 +51,10 @@ ROW_KEYS: tuple[str, ...] = (
     "channel",
     "sender",
     "template",
+    "structure",
+    "parts",
 )
+STRUCTURE_KINDS: tuple[str, ...] = ("body", "signature", "quoted")
 ID_PATTERN = re.compile(r"^cw-\d{5}$")
 
 
@@ -92,7 +102,29 @@ def validate_row(row: Any, *, allow_extra_splits: bool = False) -> list[str]:
     for key in ("sender", "template"):
         if not isinstance(row[key], str) or not row[key]:
             problems.append(f"{key} is empty or not a string")
+    problems.extend(_structure_problems(row["structure"], body))
+    if not isinstance(row["parts"], list) or not all(isinstance(p, str) and p for p in row["parts"]):
+        problems.append("parts must be a list of family ids")
     return problems
+
+
+def _structure_problems(structure: Any, body: str) -> list[str]:
+    if not isinstance(structure, list):
+        return ["structure is not a list"]
+    previous_end = 0
+    for part in structure:
+        if (
+            not isinstance(part, list)
+            or len(part) != 3
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in part[:2])
+            or part[2] not in STRUCTURE_KINDS
+        ):
+            return [f"structure part {part!r} is not [start, end, kind]"]
+        start, end, _ = part
+        if not previous_end <= start < end <= len(body):
+            return [f"structure part {part!r} is out of order or outside the body"]
+        previous_end = end
+    return []
 
 
 def _span_problems(spans: Any, body: str, label: Any) -> list[str]:

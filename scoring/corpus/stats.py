@@ -82,24 +82,33 @@ def count_table(rows: list[dict]) -> str:
             for tag, c in slices.items()
         ],
     )
-    lines += ["", "Template families (distinct `template` ids) per class:", ""]
+    lines += ["", "Template families (distinct `template` ids) per class, and in how many splits:", ""]
     family_rows = []
     for code in (*CLAIM_TYPES, NO_CLAIM):
         by_split = {
             s: {row["template"] for row in rows if row["claim_type"] == code and row["split"] == s}
             for s in SPLITS
         }
-        every = set().union(*by_split.values())
-        test_only = by_split["test"] - by_split["train"] - by_split["val"]
-        family_rows.append([code, len(every), *(len(by_split[s]) for s in SPLITS), len(test_only)])
-    lines += _table(["class", "families", *(f"in {s}" for s in SPLITS), "only in test"], family_rows)
+        every = set().union(*by_split.values()) - {
+            t for t in set().union(*by_split.values()) if t.startswith("shape:")
+        }
+        shared = {t for t in every if sum(t in by_split[s] for s in SPLITS) > 1}
+        family_rows.append([code, len(every), *(len(by_split[s] & every) for s in SPLITS), len(shared)])
+    lines += _table(["class", "families", *(f"in {s}" for s in SPLITS), "in 2+ splits"], family_rows)
+    parts = {p for row in rows for p in row.get("parts", ())}
+    part_splits = {p: {row["split"] for row in rows if p in row.get("parts", ())} for p in parts}
+    lines += [
+        "",
+        f"Content parts (business paragraphs, disclaimers, quoted mail, chat lines) drawn: {len(parts)}, "
+        f"of which in 2+ splits: {sum(1 for s in part_splits.values() if len(s) > 1)}.",
+    ]
     lines += ["", "Message length in words (whitespace-separated):", ""]
     length_rows = []
     for name, keep in (
-        ("claims, not padded", lambda r: r["label"] == 1 and "padded" not in r["slices"]),
-        ("negatives, not padded", lambda r: r["label"] == 0 and "padded" not in r["slices"]),
-        ("claims, padded", lambda r: r["label"] == 1 and "padded" in r["slices"]),
-        ("negatives, padded", lambda r: r["label"] == 0 and "padded" in r["slices"]),
+        ("claims, short", lambda r: r["label"] == 1 and not _long(r)),
+        ("negatives, short", lambda r: r["label"] == 0 and not _long(r)),
+        ("claims, padded or long email", lambda r: r["label"] == 1 and _long(r)),
+        ("negatives, padded or long email", lambda r: r["label"] == 0 and _long(r)),
     ):
         words = [word_count(row["body"]) for row in rows if keep(row)]
         length_rows.append([name, len(words), min(words), int(statistics.median(words)), max(words)])
@@ -107,6 +116,10 @@ def count_table(rows: list[dict]) -> str:
     channels = Counter(row["channel"] for row in rows)
     lines += ["", "Channels: " + ", ".join(f"{name} {channels[name]}" for name in sorted(channels)) + "."]
     return "\n".join(lines) + "\n"
+
+
+def _long(row: dict) -> bool:
+    return "padded" in row["slices"] or "long_email" in row["slices"]
 
 
 def replace_block(text: str, block: str) -> str:

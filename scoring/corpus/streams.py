@@ -49,7 +49,7 @@ def _check_claim_types(claim_types: Sequence[str]) -> list[str]:
 
 
 def generate_drift_messages(*, seed: int, n: int, claim_types: Sequence[str]) -> list[dict]:
-    """`n` claims phrased with drift euphemisms (drift.FAMILIES), the claim types taken in
+    """`n` claims in the drift style (obfuscated spellings, drift.FAMILIES), the claim types taken in
     turn from `claim_types`; a quarter in chat style. Split "drift", slices ["drift"] (plus
     "informal" where chat-styled). Same seed, same rows."""
     seed = _check_int("seed", seed, minimum=0)
