@@ -374,11 +374,19 @@ IG_REFINE_DOUBLINGS = env_int("IG_REFINE_DOUBLINGS", 2, minimum=0)
 IG_PRECISION = env_choice("IG_PRECISION", "auto", ("auto", "float32", "bfloat16"))
 # Re-check the fixed canary set (explanations) whenever a model version is activated.
 CANARY_ON_ACTIVATION = env_bool("CANARY_ON_ACTIVATION", True)
+# ...and, when the version has none yet, compute its faithfulness report (IG, occlusion, attention,
+# random words on this many flagged test messages) on the same checks-queue task; 0: off.
+FAITHFULNESS_REPORT_SAMPLE = env_int("FAITHFULNESS_REPORT_SAMPLE", 40, minimum=0)
 # The threshold rule's target (scoring.classifier.threshold): claim recall on the val split.
 THRESHOLD_TARGET_RECALL = env_float("THRESHOLD_TARGET_RECALL", 0.95, low=0.01, high=1.0)
-# Default training corpus and time budget of `train_classifier` (early stop keeps the best state).
+# Default training corpus of `train_classifier` (its plan is fixed by the configuration, not by time).
 CORPUS_PATH = Path(env_str("CORPUS_PATH", str(BASE_DIR / "scoring" / "corpus" / "claims.jsonl")))
-TRAIN_MAX_MINUTES = env_float("TRAIN_MAX_MINUTES", 9.0, low=0.1)
+# Hand-written evaluation sets (never trained on, never used to choose a threshold): measured by
+# train_classifier into metrics.json and by evaluate_classifier.
+EVALUATION_SETS_DIR = Path(
+    env_str("EVALUATION_SETS_DIR", str(BASE_DIR / "scoring" / "corpus" / "handwritten"))
+)
+EVALUATION_SETS = ("eval", "ordinary")
 
 # --- Review ----------------------------------------------------------------------------------------
 REVIEW_LOCK_MINUTES = env_int("REVIEW_LOCK_MINUTES", 10, minimum=1)

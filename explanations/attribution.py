@@ -141,19 +141,21 @@ def explained_span(body: str, windows: Sequence[Window], window_index: int) -> E
 
 
 def scorer_windows(scorer, texts: Sequence[str]) -> list[list[Window]]:
-    """The Scorer's windows of each text, cut as the Scorer cuts them (no refusal checks)."""
-    return make_windows(
-        scorer.tokenizer, list(texts), window_tokens=scorer.window_tokens, stride=scorer.stride
-    )
+    """The Scorer's windows of each message, cut as the Scorer cuts them (its message parts each
+    windowed on their own; no refusal checks)."""
+    return scorer.cut(texts)
 
 
 def claim_scores(scorer, texts: Sequence[str]) -> list[float]:
-    """The Scorer's claim score of each text (max over its windows), accepting texts the Scorer
-    refuses because they are empty: such a text is scored honestly as the model's output on
-    [CLS] [SEP] (a faithfulness check deletes every word of a one-word message)."""
+    """The model's claim score of each text read whole (max over its windows: an explained span
+    is the text of one window, and a faithfulness check re-scores it with words deleted),
+    accepting texts the Scorer refuses because they are empty: such a text is scored honestly as
+    the model's output on [CLS] [SEP] (a check deletes every word of a one-word message)."""
     if not texts:
         return []
-    per_text = scorer_windows(scorer, texts)
+    per_text = make_windows(
+        scorer.tokenizer, list(texts), window_tokens=scorer.window_tokens, stride=scorer.stride
+    )
     flat = [w for windows in per_text for w in windows]
     probabilities = scorer.window_probabilities([w.input_ids for w in flat])
     window_scores = probabilities[:, 1:].sum(axis=1)
@@ -167,7 +169,7 @@ def score_fn_for(scorer) -> Callable[[list[str]], list[float]]:
 
 
 def best_windows(scorer, per_text: Sequence[Sequence[Window]]) -> list[int]:
-    """Index of the highest-scoring window of each text (one batched model call)."""
+    """Index of the highest-scoring routing window of each text (one batched model call)."""
     flat = [w for windows in per_text for w in windows if len(windows) > 1]
     scores = iter(scorer.window_probabilities([w.input_ids for w in flat])[:, 1:].sum(axis=1) if flat else [])
     best = []
@@ -175,7 +177,7 @@ def best_windows(scorer, per_text: Sequence[Sequence[Window]]) -> list[int]:
         if len(windows) == 1:
             best.append(0)
             continue
-        values = [next(scores) for _ in windows]
+        values = [next(scores) if w.routes else -np.inf for w in windows]
         best.append(int(np.argmax(values)))
     return best
 

@@ -11,6 +11,7 @@ batch that fails as a whole is retried message by message, so that one bad messa
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -109,7 +110,10 @@ def _window_from_prediction(windows, window_scores) -> int | None:
         return None
     if any((w.start, w.end) != (int(s), int(e)) for w, (s, e, _) in zip(windows, window_scores, strict=True)):
         return None
-    values = [float(score) for _, _, score in window_scores]
+    values = [
+        float(score) if w.routes else -math.inf
+        for w, (_, _, score) in zip(windows, window_scores, strict=True)
+    ]
     return max(range(len(values)), key=values.__getitem__)
 
 

@@ -264,7 +264,15 @@ class Prediction(models.Model):
         help_text="Argmax over the claim classes (set whatever the score).",
     )
     probabilities = models.JSONField(help_text="{label: probability} of the window that scored max.")
-    window_scores = models.JSONField(default=list, help_text="[{start, end, score}] per token window.")
+    window_scores = models.JSONField(
+        default=list,
+        help_text="[{start, end, score, kind, routes}] per token window (kind: its message part).",
+    )
+    segments = models.JSONField(
+        default=list,
+        help_text="[{kind, start, end, routes}]: the message parts the model read apart "
+        "(body, signature, quoted history; scoring.segmentation), empty for a whole-text model.",
+    )
     threshold = models.FloatField()
     flagged = models.BooleanField()
     is_shadow = models.BooleanField(default=False)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scoring.classifier.windows import Window, make_windows
+from scoring.classifier.windows import Window, make_windows, segment_windows
 from scoring.constants import CLAIM_TYPE_CODES, CLASS_LABELS, NO_CLAIM
 from scoring.errors import TrainingDataError
 
@@ -140,6 +140,7 @@ class MessageExamples:
 
     fixed: list[Example] = field(default_factory=list)
     optional: list[Example] = field(default_factory=list)
+    unaligned: bool = False  # a claim whose rationale lies outside every routing window
 
 
 def _contains(window: Window, start: int, end: int) -> bool:
@@ -151,16 +152,21 @@ def _overlaps(window: Window, start: int, end: int) -> bool:
 
 
 def message_examples(row: dict, windows: Sequence[Window]) -> MessageExamples:
-    """Label a message's windows the way it is scored:
+    """Label a message's windows the way it is scored. Only routing windows are trained on
+    (quoted history is somebody else's words or an earlier message; it never routes):
 
     - a message in one window: that window carries the message's class;
-    - a long non-claim: every window is no_claim (sampled per epoch);
-    - a long claim with rationales: windows holding the whole claim (all its spans, or failing
-      that one whole span) carry the claim type; windows touching no span are no_claim (sampled);
-      windows holding only part of a span are left out: their label would be a guess;
-    - a long claim without rationale (extra data): one bag of all its windows."""
+    - a non-claim in several windows: every window is no_claim (sampled per epoch);
+    - a claim with rationales: windows holding the whole claim (all its spans, or failing that
+      one whole span) carry the claim type; windows touching no span are no_claim (sampled);
+      windows holding only part of a span are left out: their label would be a guess. A claim
+      whose rationale no routing window touches gives nothing (a segmentation miss: counted);
+    - a claim without rationale (extra data) in several windows: one bag of all its windows."""
     target = CLASS_LABELS.index(row["claim_type"]) if row["label"] == 1 else 0
-    if len(windows) == 1:
+    windows = [w for w in windows if w.routes]
+    if not windows:
+        return MessageExamples()
+    if len(windows) == 1 and (row["label"] == 0 or not row["rationales"]):
         return MessageExamples(fixed=[Example((windows[0].input_ids,), target)])
     if row["label"] == 0:
         return MessageExamples(optional=[Example((w.input_ids,), 0) for w in windows])
@@ -173,7 +179,9 @@ def message_examples(row: dict, windows: Sequence[Window]) -> MessageExamples:
         positive = [w for w in windows if any(_contains(w, s, e) for s, e in spans)]
     if not positive:  # a span longer than a window: the windows covering most of it
         cover = [sum(max(0, min(w.end, e) - max(w.start, s)) for s, e in spans) for w in windows]
-        positive = [w for w, c in zip(windows, cover, strict=True) if c == max(cover)]
+        positive = [w for w, c in zip(windows, cover, strict=True) if c == max(cover) and c > 0]
+    if not positive:
+        return MessageExamples(unaligned=True)
     neutral = [w for w in windows if not any(_overlaps(w, s, e) for s, e in spans)]
     return MessageExamples(
         fixed=[Example((w.input_ids,), target) for w in positive],
@@ -182,9 +190,21 @@ def message_examples(row: dict, windows: Sequence[Window]) -> MessageExamples:
 
 
 def build_message_examples(
-    tokenizer, rows: Sequence[dict], *, window_tokens: int, stride: int
+    tokenizer,
+    rows: Sequence[dict],
+    *,
+    window_tokens: int,
+    stride: int,
+    segmented: bool = True,
+    units: str = "windows",
 ) -> list[MessageExamples]:
-    per_text = make_windows(tokenizer, [r["body"] for r in rows], window_tokens=window_tokens, stride=stride)
+    """Every row's examples, its windows cut as the Scorer cuts them (segmented or whole; token
+    windows or sentence units)."""
+    bodies = [r["body"] for r in rows]
+    if segmented:
+        per_text = segment_windows(tokenizer, bodies, window_tokens=window_tokens, stride=stride, units=units)
+    else:
+        per_text = make_windows(tokenizer, bodies, window_tokens=window_tokens, stride=stride)
     return [message_examples(row, windows) for row, windows in zip(rows, per_text, strict=True)]
 
 

@@ -1,8 +1,12 @@
 """The one Scorer: a trained classifier artifact loaded once, scoring texts in length-sorted,
 dynamically padded batches under a token budget.
 
-- score = 1 - P(no_claim) of the best window; the message score is the max over its windows,
-  every window's score is kept (WindowScore, character offsets into the text);
+- what the model reads: each part of a message (body, signature, quoted history:
+  scoring.segmentation) cut into its own token windows (windows.segment_windows), for artifacts
+  whose manifest says they were trained that way ("segmentation"); older ones read whole texts;
+- score = 1 - P(no_claim) of the best window; the message score is the max over its routing
+  windows (body and signature; quoted history only when there is nothing else), every window's
+  score is kept with its part (WindowScore, character offsets into the text);
 - claim_type = argmax over the four claim classes in the best window (set whatever the score);
 - CUDA when available, otherwise CPU; always under torch.inference_mode; the number format is
   `precision` (scoring.classifier.precision): "auto" is bfloat16 on hardware with bf16 matrix
@@ -49,25 +53,30 @@ import math
 import threading
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import AutoModelForSequenceClassification, AutoTokenizer
+from transformers import AutoTokenizer
 
 from scoring.classifier.artifacts import MANIFEST_NAME
+from scoring.classifier.modeling import load_classifier
 from scoring.classifier.precision import AUTO, FLOAT32, autocast, resolve_precision
 from scoring.classifier.windows import (
     DEFAULT_STRIDE,
     DEFAULT_WINDOW_TOKENS,
+    SENTENCE_UNITS,
+    WINDOW_UNITS,
     Window,
     check_window_settings,
     length_sorted_batches,
     make_windows,
+    segment_windows,
 )
 from scoring.constants import NO_CLAIM
 from scoring.errors import ModelNotReady, ScoringInputError
+from scoring.segmentation import Segment, segment
 
 DEFAULT_TOKEN_BUDGET = 8192
 DEFAULT_MAX_CHARS = 100_000
@@ -79,22 +88,26 @@ _NON_CONTENT_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Zl", "Zp", "
 
 @dataclass(frozen=True)
 class WindowScore:
-    """The claim score (1 - P(no_claim)) of one window, with its character span [start, end)."""
+    """The claim score (1 - P(no_claim)) of one window, with its character span [start, end),
+    the kind of message part it lies in and whether that part routes (scoring.segmentation)."""
 
     start: int
     end: int
     score: float
+    kind: str = "body"
+    routes: bool = True
 
 
 @dataclass(frozen=True)
 class ScoreResult:
     """One text's result: the best window's claim score, claim type and class probabilities."""
 
-    score: float  # 1 - P(no_claim) of the best window
-    claim_type: str  # argmax over the four claim classes (best window)
-    probabilities: dict[str, float]  # label -> prob, best window
+    score: float  # 1 - P(no_claim) of the best routing window
+    claim_type: str  # argmax over the four claim classes (best routing window)
+    probabilities: dict[str, float]  # label -> prob, best routing window
     windows: list[WindowScore]
-    best_window: int  # index into windows
+    best_window: int  # index into windows: the routing window that decided the score
+    segments: list[Segment] = field(default_factory=list)  # the message's parts (segmented artifacts)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -159,7 +172,7 @@ class Scorer:
             manifest = json.loads((path / MANIFEST_NAME).read_text())
         try:
             tokenizer = AutoTokenizer.from_pretrained(path)
-            model = AutoModelForSequenceClassification.from_pretrained(path)
+            model = load_classifier(path)
         except (OSError, ValueError) as exc:
             raise ModelNotReady(f"The classifier artifact at {path} cannot be loaded: {exc}") from exc
         self._setup(
@@ -167,6 +180,9 @@ class Scorer:
             tokenizer,
             labels=manifest.get("labels") or labels_of(model),
             threshold=manifest.get("threshold"),
+            # Artifacts trained before message segmentation read whole messages.
+            segmented=bool(manifest.get("segmentation")),
+            units=manifest.get("units", WINDOW_UNITS),
             device=resolve_device(device),
             window_tokens=window_tokens,
             stride=stride,
@@ -190,6 +206,8 @@ class Scorer:
         max_chars: int = DEFAULT_MAX_CHARS,
         threshold: float | None = None,
         precision: str = AUTO,
+        segmented: bool = True,
+        units: str = WINDOW_UNITS,
     ) -> Scorer:
         """A Scorer over an in-memory model (training uses it to evaluate the way it scores).
         The model is put in eval mode; switch it back to train() yourself."""
@@ -199,6 +217,8 @@ class Scorer:
             tokenizer,
             labels=list(labels) if labels else labels_of(model),
             threshold=threshold,
+            segmented=segmented,
+            units=units,
             device=device if isinstance(device, torch.device) else resolve_device(device),
             window_tokens=window_tokens,
             stride=stride,
@@ -224,7 +244,9 @@ class Scorer:
         *,
         labels: Sequence[str],
         threshold: float | None,
+        segmented: bool,
         device: torch.device,
+        units: str = WINDOW_UNITS,
         window_tokens: int,
         stride: int,
         token_budget: int,
@@ -248,6 +270,8 @@ class Scorer:
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
         self.threshold = float(threshold) if threshold is not None else None
+        self.segmented = segmented or units == SENTENCE_UNITS
+        self.units = units
         self.window_tokens = window_tokens
         self.stride = stride
         self.token_budget = token_budget
@@ -315,10 +339,28 @@ class Scorer:
             if reason:
                 raise ScoringInputError(reason, index=index)
 
-    def windows(self, texts: Sequence[str]) -> list[list[Window]]:
+    def parts(self, texts: Sequence[str]) -> list[list[Segment]]:
+        """The parts of each text this Scorer reads apart (scoring.segmentation); none when the
+        artifact reads whole texts."""
+        return [segment(text) for text in texts] if self.segmented else [[] for _ in texts]
+
+    def cut(
+        self, texts: Sequence[str], parts: Sequence[Sequence[Segment]] | None = None
+    ) -> list[list[Window]]:
+        """The token windows of each text as this Scorer reads it, unchecked: each message part
+        windowed on its own (windows.segment_windows) for a segmented artifact, the whole text
+        otherwise. `parts`: `self.parts(texts)` when the caller already has them."""
+        options = {"window_tokens": self.window_tokens, "stride": self.stride}
+        if not self.segmented:
+            return make_windows(self.tokenizer, list(texts), **options)
+        return segment_windows(self.tokenizer, list(texts), segments=parts, units=self.units, **options)
+
+    def windows(
+        self, texts: Sequence[str], parts: Sequence[Sequence[Segment]] | None = None
+    ) -> list[list[Window]]:
         """The token windows of each text (checked as `score` checks them)."""
         self._check(texts)
-        per_text = make_windows(self.tokenizer, texts, window_tokens=self.window_tokens, stride=self.stride)
+        per_text = self.cut(texts, parts)
         for index, windows in enumerate(per_text):
             if windows[0].n_content_tokens == 0:
                 raise ScoringInputError(
@@ -373,8 +415,10 @@ class Scorer:
     # 1 - P(no_claim) is computed as the sum of the claim probabilities: the same number, without
     # float32 cancellation when P(no_claim) is close to 1.
 
-    def _run(self, texts: Sequence[str]) -> tuple[list[list[Window]], np.ndarray, np.ndarray]:
-        per_text = self.windows(texts)
+    def _run(
+        self, texts: Sequence[str], parts: Sequence[Sequence[Segment]] | None = None
+    ) -> tuple[list[list[Window]], np.ndarray, np.ndarray]:
+        per_text = self.windows(texts, parts)
         flat = [window for windows in per_text for window in windows]
         probabilities = self.window_probabilities([w.input_ids for w in flat])
         offsets = np.cumsum([0] + [len(windows) for windows in per_text])
@@ -385,13 +429,15 @@ class Scorer:
         Raises ScoringInputError (nothing scored) when any text is refused."""
         if len(texts) == 0:
             return []
-        per_text, probabilities, offsets = self._run(texts)
+        self._check(texts)  # before segmenting: a refused text may not even be a string
+        parts = self.parts(texts)
+        per_text, probabilities, offsets = self._run(texts, parts)
         claim_scores = probabilities[:, 1:].sum(axis=1)
         results = []
         for index, windows in enumerate(per_text):
             first, last = offsets[index], offsets[index + 1]
             scores = claim_scores[first:last]
-            best = int(np.argmax(scores))
+            best = int(np.argmax(np.where([w.routes for w in windows], scores, -np.inf)))
             probs = probabilities[first + best]
             claim_type = self.labels[1 + int(np.argmax(probs[1:]))]
             results.append(
@@ -400,17 +446,20 @@ class Scorer:
                     claim_type=claim_type,
                     probabilities={label: float(p) for label, p in zip(self.labels, probs, strict=True)},
                     windows=[
-                        WindowScore(w.start, w.end, float(s)) for w, s in zip(windows, scores, strict=True)
+                        WindowScore(w.start, w.end, float(s), w.kind, w.routes)
+                        for w, s in zip(windows, scores, strict=True)
                     ],
                     best_window=best,
+                    segments=parts[index],
                 )
             )
         return results
 
     def claim_scores(self, texts: Sequence[str]) -> list[float]:
-        """The fast path: each text's claim score (max over its windows), nothing else."""
+        """The fast path: each text's claim score (max over its routing windows), nothing else."""
         if len(texts) == 0:
             return []
-        _, probabilities, offsets = self._run(texts)
-        window_scores = probabilities[:, 1:].sum(axis=1)
+        per_text, probabilities, offsets = self._run(texts)
+        routes = np.array([w.routes for windows in per_text for w in windows])
+        window_scores = np.where(routes, probabilities[:, 1:].sum(axis=1), -np.inf)
         return [float(s) for s in np.maximum.reduceat(window_scores, offsets[:-1])]

@@ -1,11 +1,24 @@
-"""Fine-tuning the claim classifier: all layers of a pretrained encoder with a 5-way head.
+"""Fine-tuning the claim classifier: a pretrained encoder with a 5-way head.
 
-AdamW with linear warm-up and decay (re-planned to fewer epochs when the time budget will not
-hold them all: schedule.py), length-bucketed batches with dynamic padding, long messages
-trained as the windows they are scored as (data.py), early stopping on the validation split
-(keeping the best state), bf16 autocast on GPU, fp32 on CPU, tqdm progress, seeded. The threshold
-is chosen on val by the one rule (threshold.py) and the test split is measured at it (metrics.py).
-Pure: no Django; the management command passes settings in and registers the version.
+The plan is fixed by the configuration alone: `epochs` epochs of AdamW with linear warm-up and
+decay to zero (schedule.py), early stopping on the validation split (keeping the best state),
+seeded shuffles. Nothing depends on how fast the machine is, so the same commit and
+configuration train the same model (a model version must be re-creatable); the matrix products
+run in bfloat16 under autocast where the device has native bf16 units (a GPU, an AVX512-BF16 or
+AMX CPU), in float32 elsewhere, and the artifact records which.
+
+What the model reads is what the Scorer reads: every message cut into its parts (body,
+signature, quoted history: scoring.segmentation) and each part into token windows; only parts
+that route are trained on (data.py). Length-bucketed batches with dynamic padding.
+
+Keeping what pretraining knew: the embeddings and the lowest `freeze_layers` encoder layers can
+be frozen, and `layer_lr_decay` < 1 gives each lower layer a smaller learning rate.
+
+After training: temperature scaling fitted on val and folded into the head (calibration.py), the
+threshold chosen on the calibrated val scores by the one rule (threshold.py), the test split
+measured at it (metrics.py), and the hand-written sets scored as the system routes them (model
+flag or rule hit: evaluation.py). Pure: no Django; the management command passes settings and
+the active rules in and registers the version.
 """
 
 from __future__ import annotations
@@ -23,9 +36,10 @@ import numpy as np
 import torch
 import transformers
 from tqdm.auto import tqdm
-from transformers import AutoModelForSequenceClassification, AutoTokenizer
+from transformers import AutoTokenizer
 
 from scoring.classifier.artifacts import save_artifact
+from scoring.classifier.calibration import fit_temperature, fold_temperature
 from scoring.classifier.data import (
     Example,
     bucketed_batches,
@@ -35,12 +49,16 @@ from scoring.classifier.data import (
     file_sha256,
     read_rows,
 )
+from scoring.classifier.evaluation import read_handwritten, reliability, score_rows, summarize_decisions
+from scoring.classifier.frozen import lower_outputs, padded, upper_layers
 from scoring.classifier.metrics import NOVEL, quality_bar, summarize
-from scoring.classifier.precision import BFLOAT16, FLOAT32, autocast
-from scoring.classifier.schedule import AnnealingPlan, epochs_that_fit
+from scoring.classifier.modeling import CLS, POOLINGS, classifier_class
+from scoring.classifier.precision import FLOAT32, autocast, resolve_precision
+from scoring.classifier.schedule import AnnealingPlan
 from scoring.classifier.scorer import Scorer, resolve_device
 from scoring.classifier.threshold import choose_threshold, describe_rule
 from scoring.constants import CLASS_LABELS
+from scoring.segmentation import SEGMENTATION_VERSION
 
 logger = logging.getLogger(__name__)
 EVAL_CHUNK = 256
@@ -49,25 +67,37 @@ MAX_LISTED_ERRORS = 60
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Everything a training run depends on. `hyperparameters()` is what the version records."""
+    """Everything a training run depends on. `hyperparameters()` is what the version records
+    (and what shapes the model: the evaluation sets and the device do not)."""
 
     base_model: str
     corpus_path: str
     extra_paths: tuple[str, ...] = ()
-    epochs: int = 4
+    epochs: int = 3
     lr: float = 1e-4
     batch_size: int = 32
     seed: int = 13
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
-    patience: int = 1
+    patience: int | None = (
+        None  # early stopping on val after every epoch; None: run the plan, no per-epoch val
+    )
     window_tokens: int = 128
     stride: int = 64
     negatives_per_message: int = 2
     target_recall: float = 0.95
-    max_minutes: float | None = 9.0
+    freeze_layers: int = 0  # embeddings and the lowest N encoder layers frozen (0: none)
+    cache_frozen: bool = True  # compute the frozen layers once per window (frozen.py)
+    layer_lr_decay: float = 1.0  # encoder layer i trains at lr * decay ** (layers - i)
+    label_smoothing: float = 0.0
+    calibrate: bool = True  # temperature scaling fitted on val, folded into the head
+    segmented: bool = True  # read message parts apart (scoring.segmentation)
+    units: str = "windows"  # what is scored: token windows of each part, or its sentences and pairs
+    pooling: str = CLS  # the head reads [CLS] through the pooler (stock BERT) or the mean of the token states
+    precision: str = "auto"  # training autocast: bfloat16 where the device has native bf16
     device: str = "auto"
     token_budget: int = 8192
+    evaluation_sets: tuple[str, ...] = ()  # hand-written JSONL sets measured, never trained on
 
     def __post_init__(self) -> None:
         problems = []
@@ -79,16 +109,22 @@ class TrainConfig:
             problems.append("batch size must be >= 1")
         if not 0 <= self.warmup_ratio < 1:
             problems.append("warm-up ratio must be in [0, 1)")
-        if self.max_minutes is not None and self.max_minutes <= 0:
-            problems.append("max minutes must be positive")
         if not 0 < self.target_recall <= 1:
             problems.append("target recall must be in (0, 1]")
+        if self.freeze_layers < 0:
+            problems.append("freeze_layers must be >= 0")
+        if not 0 < self.layer_lr_decay <= 1:
+            problems.append("layer_lr_decay must be in (0, 1]")
+        if not 0 <= self.label_smoothing < 1:
+            problems.append("label_smoothing must be in [0, 1)")
+        if self.pooling not in POOLINGS:
+            problems.append(f"pooling must be one of {', '.join(POOLINGS)}")
         if problems:
             raise ValueError("; ".join(problems))
 
     def hyperparameters(self) -> dict:
         values = asdict(self)
-        for key in ("base_model", "corpus_path", "extra_paths", "device", "token_budget", "max_minutes"):
+        for key in ("base_model", "corpus_path", "extra_paths", "device", "token_budget", "evaluation_sets"):
             values.pop(key)
         return values
 
@@ -109,14 +145,16 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def load_base(base_model: str):
-    """The encoder with a fresh 5-way head (labels from scoring.constants.CLASS_LABELS)."""
+def load_base(base_model: str, pooling: str = CLS):
+    """The encoder with a 5-way head (labels from scoring.constants.CLASS_LABELS): a fresh one
+    over `pooling` (modeling.py), or the model and head of `base_model` when it is already a
+    Claimwatch classifier (its own class and pooling)."""
     if not Path(base_model).is_dir():
         raise FileNotFoundError(f"Base model directory {base_model} does not exist.")
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
     tokenizer = AutoTokenizer.from_pretrained(base_model)
-    model = AutoModelForSequenceClassification.from_pretrained(
+    model = classifier_class(base_model, pooling).from_pretrained(
         base_model,
         num_labels=len(CLASS_LABELS),
         id2label=dict(enumerate(CLASS_LABELS)),
@@ -126,17 +164,69 @@ def load_base(base_model: str):
     return model, tokenizer
 
 
-def _batch_loss(model, batch: Sequence[Example], device: torch.device, pad_id: int) -> torch.Tensor:
-    """Cross-entropy over a batch; a bag contributes the logits of its highest-scoring window."""
-    flat = [ids for example in batch for ids in example.windows]
+def _encoder_layer(name: str) -> int | None:
+    """The encoder layer a parameter belongs to (None for the head and the pooler; -1 for the
+    embeddings)."""
+    parts = name.split(".")
+    if "embeddings" in parts:
+        return -1
+    if "layer" in parts:
+        index = parts.index("layer")
+        if index + 1 < len(parts) and parts[index + 1].isdigit():
+            return int(parts[index + 1])
+    return None
+
+
+def parameter_groups(model, config: TrainConfig) -> list[dict]:
+    """AdamW groups: frozen parameters left out; weight decay except on biases and LayerNorm;
+    layer-wise learning rates (the head and pooler at lr, encoder layer i at lr * decay **
+    (layers - i), the embeddings one step below the lowest layer)."""
+    layers = getattr(model.config, "num_hidden_layers", 0)
+    no_decay = ("bias", "LayerNorm.weight", "LayerNorm.bias")
+    groups: dict[tuple[float, float], list] = {}
+    for name, parameter in model.named_parameters():
+        layer = _encoder_layer(name)
+        if layer is not None and layer < config.freeze_layers:
+            parameter.requires_grad_(False)
+            continue
+        depth = 0 if layer is None else layers - layer
+        lr = config.lr * config.layer_lr_decay**depth
+        decay = 0.0 if any(k in name for k in no_decay) else config.weight_decay
+        groups.setdefault((lr, decay), []).append(parameter)
+    return [{"params": params, "lr": lr, "weight_decay": decay} for (lr, decay), params in groups.items()]
+
+
+def _batch_logits(model, flat: Sequence[tuple[int, ...]], device: torch.device, pad_id: int) -> torch.Tensor:
     longest = max(len(ids) for ids in flat)
     input_ids = torch.full((len(flat), longest), pad_id, dtype=torch.long)
     mask = torch.zeros_like(input_ids)
     for row, ids in enumerate(flat):
         input_ids[row, : len(ids)] = torch.tensor(ids)
         mask[row, : len(ids)] = 1
-    with autocast(device, BFLOAT16 if device.type == "cuda" else FLOAT32):
-        logits = model(input_ids=input_ids.to(device), attention_mask=mask.to(device)).logits.float()
+    return model(input_ids=input_ids.to(device), attention_mask=mask.to(device)).logits
+
+
+def _batch_loss(
+    model,
+    batch: Sequence[Example],
+    device: torch.device,
+    pad_id: int,
+    *,
+    precision: str,
+    smoothing: float,
+    lower: dict | None = None,
+    frozen: int = 0,
+) -> torch.Tensor:
+    """Cross-entropy over a batch; a bag contributes the logits of its highest-scoring window.
+    With `lower` (frozen.lower_outputs of every window), only encoder layers `frozen`.. run."""
+    flat = [ids for example in batch for ids in example.windows]
+    with autocast(device, precision):
+        if lower is None:
+            logits = _batch_logits(model, flat, device, pad_id).float()
+        else:
+            hidden, mask = padded([lower[tuple(ids)] for ids in flat], device)
+            with upper_layers(model, frozen):
+                logits = model(inputs_embeds=hidden, attention_mask=mask).logits.float()
     chosen, offset = [], 0
     for example in batch:
         n = len(example.windows)
@@ -147,7 +237,7 @@ def _batch_loss(model, batch: Sequence[Example], device: torch.device, pad_id: i
             chosen.append(offset + int(torch.argmax(claim)))
         offset += n
     targets = torch.tensor([e.target for e in batch], device=device)
-    return torch.nn.functional.cross_entropy(logits[chosen], targets)
+    return torch.nn.functional.cross_entropy(logits[chosen], targets, label_smoothing=smoothing)
 
 
 def evaluate(scorer: Scorer, rows: Sequence[dict], *, desc: str, progress: bool) -> list[dict]:
@@ -170,6 +260,46 @@ def evaluate(scorer: Scorer, rows: Sequence[dict], *, desc: str, progress: bool)
                     "nll": -math.log(max(result.probabilities[truth], 1e-12)),
                 }
             )
+    return out
+
+
+def routing_window_probabilities(scorer: Scorer, rows: Sequence[dict]) -> tuple[np.ndarray, list[int]]:
+    """Class probabilities of every routing window of `rows` and the cumulative window counts
+    per message (what calibration fits)."""
+    per_text = scorer.windows([r["body"] for r in rows])
+    routing = [[w for w in windows if w.routes] for windows in per_text]
+    flat = [w.input_ids for windows in routing for w in windows]
+    offsets = [0, *np.cumsum([len(windows) for windows in routing]).tolist()]
+    return scorer.window_probabilities(flat), offsets
+
+
+def scored_from_windows(
+    rows: Sequence[dict], probabilities: np.ndarray, offsets: Sequence[int], temperature: float
+) -> list[dict]:
+    """What `evaluate` returns for `rows`, from their routing windows' probabilities
+    (routing_window_probabilities) with the logits divided by `temperature`."""
+    tempered = np.log(np.maximum(probabilities.astype(np.float64), 1e-30)) / temperature
+    tempered = np.exp(tempered - tempered.max(axis=1, keepdims=True))
+    tempered /= tempered.sum(axis=1, keepdims=True)
+    claim = tempered[:, 1:].sum(axis=1)
+    out = []
+    for i, row in enumerate(rows):
+        first, last = offsets[i], offsets[i + 1]
+        best = first + int(np.argmax(claim[first:last]))
+        probs = tempered[best]
+        truth = CLASS_LABELS.index(row["claim_type"]) if row["label"] == 1 else 0
+        out.append(
+            {
+                "id": row["id"],
+                "split": row["split"],
+                "label": row["label"],
+                "claim_type": row["claim_type"],
+                "slices": row["slices"],
+                "score": float(claim[best]),
+                "predicted_type": CLASS_LABELS[1 + int(np.argmax(probs[1:]))],
+                "nll": -math.log(max(float(probs[truth]), 1e-12)),
+            }
+        )
     return out
 
 
@@ -207,14 +337,32 @@ def _listed_errors(rows: Sequence[dict], bodies: dict[str, str], threshold: floa
     ]
 
 
-def train(config: TrainConfig, *, progress: bool = True) -> TrainResult:
-    """Fine-tune on the corpus's train split (+ extra rows), early-stop on val, choose the
-    threshold on val, measure val and test at it. Returns the best model and its metrics."""
+def evaluation_report(scorer: Scorer, paths: Sequence[str], *, threshold: float, rules) -> dict:
+    """Each hand-written set scored as the system routes it: {set name: {"path", "sha256",
+    "decisions" (summarize_decisions), "calibration" (reliability)}}."""
+    report = {}
+    for path in paths:
+        rows = read_handwritten(path)
+        scored = score_rows(scorer, rows, threshold=threshold, rules=rules)
+        report[Path(path).stem] = {
+            "path": str(path),
+            "sha256": file_sha256(path),
+            "decisions": summarize_decisions(scored),
+            "calibration": reliability([r["score"] for r in scored], [r["label"] for r in scored]),
+        }
+    return report
+
+
+def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainResult:
+    """Fine-tune on the corpus's train split (+ extra rows), early-stop on val, calibrate on val,
+    choose the threshold on val, measure val, test and the evaluation sets (routing with
+    `rules`, compiled rules, or the model alone when None). Returns the best model and its
+    metrics."""
     started = time.monotonic()
-    deadline = started + 60 * config.max_minutes if config.max_minutes else math.inf
     seed_everything(config.seed)
     rng = random.Random(config.seed)
     device = resolve_device(config.device)
+    precision = resolve_precision(config.precision, device)
 
     corpus = read_rows(config.corpus_path, corpus=True)
     extras = [(Path(p), read_rows(p, corpus=False)) for p in config.extra_paths]
@@ -222,30 +370,25 @@ def train(config: TrainConfig, *, progress: bool = True) -> TrainResult:
     val_rows = [r for r in corpus if r["split"] == "val"]
     test_rows = [r for r in corpus if r["split"] == "test"]
 
-    model, tokenizer = load_base(config.base_model)
+    model, tokenizer = load_base(config.base_model, config.pooling)
     model.to(device)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     messages = build_message_examples(
-        tokenizer, train_rows, window_tokens=config.window_tokens, stride=config.stride
+        tokenizer,
+        train_rows,
+        window_tokens=config.window_tokens,
+        stride=config.stride,
+        segmented=config.segmented,
+        units=config.units,
     )
+    unaligned = sum(1 for m in messages if m.unaligned)
     per_epoch = len(
         epoch_examples(messages, negatives_per_message=config.negatives_per_message, rng=random.Random(0))
     )
     steps_per_epoch = math.ceil(per_epoch / config.batch_size)
     total_steps = steps_per_epoch * config.epochs
 
-    no_decay = ("bias", "LayerNorm.weight", "LayerNorm.bias")
-    groups = [
-        {
-            "params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)],
-            "weight_decay": config.weight_decay,
-        },
-        {
-            "params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)],
-            "weight_decay": 0.0,
-        },
-    ]
-    optimizer = torch.optim.AdamW(groups, lr=config.lr)
+    optimizer = torch.optim.AdamW(parameter_groups(model, config), lr=config.lr)
     plan = AnnealingPlan(warmup_steps=int(config.warmup_ratio * total_steps), total_steps=total_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, plan.factor)
 
@@ -260,92 +403,109 @@ def train(config: TrainConfig, *, progress: bool = True) -> TrainResult:
             token_budget=config.token_budget,
             threshold=threshold,
             precision=FLOAT32,  # metrics and the threshold are float32's (serving re-checks near it)
+            segmented=config.segmented,
+            units=config.units,
         )
+
+    # Every epoch's examples and batch order, drawn up front (seeded): the plan is fixed before
+    # the first step, and the frozen layers are computed only for windows some epoch uses.
+    plans = []
+    for _ in range(config.epochs):
+        examples = epoch_examples(messages, negatives_per_message=config.negatives_per_message, rng=rng)
+        plans.append(bucketed_batches(examples, batch_size=config.batch_size, rng=rng))
+    lower = None
+    cache_seconds = 0.0
+    if config.freeze_layers and config.cache_frozen:
+        cache_start = time.monotonic()
+        windows = [w for batches in plans for batch in batches for e in batch for w in e.windows]
+        lower = lower_outputs(
+            model,
+            windows,
+            k=config.freeze_layers,
+            device=device,
+            pad_id=pad_id,
+            token_budget=config.token_budget,
+        )
+        cache_seconds = time.monotonic() - cache_start
 
     history: list[dict] = []
     best_key, best_state, best_epoch, stale = None, None, 0, 0
-    stopped_because = ""
-    replanned: list[dict] = []
-    eval_seconds = 0.0
+    stopped_because = f"ran the planned {config.epochs} epochs"
     seen_examples = 0
+    seen_tokens = 0
     train_seconds = 0.0
-    planned_epochs = config.epochs
     epochs = tqdm(total=config.epochs, desc="epochs", disable=not progress)
-    epoch = 0
-    while epoch < planned_epochs:
-        epoch += 1
-        examples = epoch_examples(messages, negatives_per_message=config.negatives_per_message, rng=rng)
-        batches = bucketed_batches(examples, batch_size=config.batch_size, rng=rng)
-        # Leave time for one validation pass, the test pass (about as long) and saving.
-        # Before the first evaluation its cost is unknown: assume 90 s.
-        reserve = 2.2 * eval_seconds + 20 if eval_seconds else 90.0
+    for epoch, batches in enumerate(plans, start=1):
         model.train()
         epoch_start, losses = time.monotonic(), []
         steps = tqdm(batches, desc=f"epoch {epoch}", disable=not progress, leave=False)
         for batch in steps:
-            if time.monotonic() + reserve > deadline and losses:
-                stopped_because = f"time budget of {config.max_minutes} min reached in epoch {epoch}"
-                break
-            loss = _batch_loss(model, batch, device, pad_id)
+            loss = _batch_loss(
+                model,
+                batch,
+                device,
+                pad_id,
+                precision=precision,
+                smoothing=config.label_smoothing,
+                lower=lower,
+                frozen=config.freeze_layers,
+            )
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             losses.append(float(loss.detach()))
             seen_examples += len(batch)
+            seen_tokens += sum(len(w) for e in batch for w in e.windows)
             steps.set_postfix(loss=f"{np.mean(losses[-20:]):.4f}")
         train_seconds += time.monotonic() - epoch_start
-        eval_start = time.monotonic()
+        record = {
+            "epoch": epoch,
+            "steps": len(losses),
+            "train_loss": float(np.mean(losses)) if losses else None,
+        }
+        epochs.update()
+        if config.patience is None:  # the plan decides: the last epoch, annealed to lr 0, is kept
+            history.append({**record, "seconds": round(time.monotonic() - epoch_start, 1)})
+            best_epoch = epoch
+            continue
         val_scored = evaluate(make_scorer(), val_rows, desc=f"val {epoch}", progress=progress)
-        eval_seconds = time.monotonic() - eval_start
         key = selection_key(val_scored, config.target_recall)
         history.append(
             {
-                "epoch": epoch,
-                "steps": len(losses),
-                "train_loss": float(np.mean(losses)) if losses else None,
+                **record,
                 "val_precision_at_target_recall": key[0],
                 "val_nll": -key[1],
                 "seconds": round(time.monotonic() - epoch_start, 1),
             }
         )
-        epochs.update()
         epochs.set_postfix(val_precision=f"{key[0]:.3f}", val_nll=f"{-key[1]:.4f}")
         if best_key is None or key > best_key:
             best_key, best_epoch, stale = key, epoch, 0
             best_state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
         else:
             stale += 1
-        if stopped_because:
-            break
-        if stale > config.patience:
+        if stale > (config.patience or 0):
             stopped_because = f"no val improvement for {stale} epochs (early stopping)"
             break
-        if epoch < planned_epochs and deadline < math.inf:
-            # Leave time for the final validation and test passes and saving; re-plan to the
-            # whole epochs that still fit, so the learning rate anneals by the last of them.
-            seconds_left = deadline - time.monotonic() - (2.2 * eval_seconds + 20)
-            fits = epochs_that_fit(seconds_left=seconds_left, epoch_seconds=history[-1]["seconds"])
-            if fits == 0:
-                stopped_because = f"another epoch would pass the time budget of {config.max_minutes} min"
-                break
-            if plan.shorten(at_step=scheduler.last_epoch, total_steps=(epoch + fits) * steps_per_epoch):
-                planned_epochs = epoch + fits
-                replanned.append({"after_epoch": epoch, "epochs": planned_epochs})
-                logger.info("Re-planned to %d epochs to fit the time budget.", planned_epochs)
     epochs.close()
-    if replanned and not stopped_because:
-        stopped_because = (
-            f"planned {config.epochs} epochs, ran {planned_epochs}: no more fitted the time budget "
-            f"of {config.max_minutes} min (the learning rate was re-planned to anneal by then)"
-        )
 
-    model.load_state_dict(copy.deepcopy(best_state) if best_state is not None else model.state_dict())
+    if best_state is not None:
+        model.load_state_dict(copy.deepcopy(best_state))
     model.eval()
-    val_scored = evaluate(make_scorer(), val_rows, desc="val (best)", progress=progress)
+    calibration = None
+    probabilities, offsets = routing_window_probabilities(make_scorer(), val_rows)
+    temperature = 1.0
+    if config.calibrate:
+        temperature, calibration = fit_temperature(probabilities, offsets, [r["label"] for r in val_rows])
+        fold_temperature(model, temperature)
+    # The calibrated val scores from the same window probabilities (a second pass would give the
+    # same numbers: folding T into the head divides the logits by T).
+    val_scored = scored_from_windows(val_rows, probabilities, offsets, temperature)
     threshold = _rule_threshold(val_scored, config.target_recall)
-    test_scored = evaluate(make_scorer(threshold), test_rows, desc="test", progress=progress)
+    scorer = make_scorer(threshold)
+    test_scored = evaluate(scorer, test_rows, desc="test", progress=progress)
     for row in val_scored + test_scored:
         row.pop("nll")
     in_distribution = [r for r in test_scored if NOVEL not in r["slices"]]
@@ -355,6 +515,7 @@ def train(config: TrainConfig, *, progress: bool = True) -> TrainResult:
     extra_data = [
         {"path": str(path), "sha256": file_sha256(path), "rows": len(rows)} for path, rows in extras
     ]
+    evaluation = evaluation_report(scorer, config.evaluation_sets, threshold=threshold, rules=rules)
     seconds = time.monotonic() - started
     metrics = {
         "threshold": threshold,
@@ -363,26 +524,40 @@ def train(config: TrainConfig, *, progress: bool = True) -> TrainResult:
         "test": summarize(test_scored, threshold),
         "test_in_distribution": test_in_distribution,
         "test_novel_phrasing": summarize(novel, threshold) if novel else None,
+        "calibration": {
+            "method": "temperature scaling on val, folded into the head" if calibration else "none",
+            **(calibration or {}),
+            "val": reliability([r["score"] for r in val_scored], [r["label"] for r in val_scored]),
+            "test": reliability([r["score"] for r in test_scored], [r["label"] for r in test_scored]),
+        },
+        "evaluation_sets": evaluation,
+        "routing_rules": "the active rule set" if rules is not None else "none (model flag only)",
         "notes": {
-            "test": "whole test split, novel_phrasing included",
+            "test": "whole test split (family-disjoint from train and val), novel_phrasing included",
             "test_in_distribution": "test split without the novel_phrasing slice: the quality bar applies",
-            "test_novel_phrasing": "templates absent from training: generalisation, reported as measured",
+            "test_novel_phrasing": "templates and vocabulary absent from train and val",
+            "evaluation_sets": "hand-written, never trained on, never used for the threshold; "
+            "'routed' = model flag or rule hit, what the pipeline does",
         },
         "quality_bar": quality_bar(test_in_distribution),
         "test_errors": _listed_errors(test_scored, {r["id"]: r["body"] for r in test_rows}, threshold),
         "training": {
             "device": str(device),
+            "precision": precision,
             "epochs_run": len(history),
             "epochs_planned": config.epochs,
-            "replanned_to_fit_budget": replanned,
             "best_epoch": best_epoch,
             "history": history,
             "stopped_because": stopped_because,
             "seconds": round(seconds, 1),
             "train_seconds": round(train_seconds, 1),
+            "frozen_layers_cache_seconds": round(cache_seconds, 1),
+            "frozen_layers_cached_windows": len(lower) if lower is not None else 0,
             "train_examples_per_s": round(seen_examples / train_seconds, 2) if train_seconds else None,
+            "train_tokens_per_s": round(seen_tokens / train_seconds, 1) if train_seconds else None,
             "train_messages": len(train_rows),
             "train_examples_per_epoch": per_epoch,
+            "claims_without_routing_window": unaligned,
             "torch_threads": torch.get_num_threads(),
         },
     }
@@ -393,6 +568,10 @@ def train(config: TrainConfig, *, progress: bool = True) -> TrainResult:
         "target_recall": config.target_recall,
         "window_tokens": config.window_tokens,
         "window_stride": config.stride,
+        "segmentation": SEGMENTATION_VERSION if config.segmented else 0,
+        "units": config.units,
+        "temperature": calibration["temperature"] if calibration else 1.0,
+        "training_precision": precision,
         "hyperparameters": config.hyperparameters(),
         "base_model": config.base_model,
         "corpus_path": str(config.corpus_path),
@@ -406,13 +585,13 @@ def train(config: TrainConfig, *, progress: bool = True) -> TrainResult:
 
 
 def train_and_save(
-    config: TrainConfig, *, models_dir: str | Path, version: str, progress: bool = True
+    config: TrainConfig, *, models_dir: str | Path, version: str, progress: bool = True, rules=None
 ) -> Path:
     """Train, then write the artifact to models_dir/<version>/ (nothing is written on failure)."""
     target = Path(models_dir) / version
     if target.exists():
         raise FileExistsError(f"{target} already exists: choose another version name.")
-    result = train(config, progress=progress)
+    result = train(config, progress=progress, rules=rules)
     manifest = {**result.manifest, "version": version}
     save_artifact(
         target,

@@ -6,13 +6,25 @@ it. Each window keeps the character span [start, end) of the text it covers, so 
 can be shown on the message. The message score is the maximum over its windows (scorer.py), so
 neutral text around a claim cannot dilute it. Training cuts messages the same way.
 
+Segmented windows (`segment_windows`): what the model reads of a message. The message is cut
+into its parts first (scoring.segmentation: body, signature, quoted history) and every part is
+windowed on its own, so a window never mixes the sender's sentences with a disclaimer or with
+quoted mail; each window keeps its part's kind and whether it routes. Training and the Scorer
+both cut messages this way, so the model is trained on what it is asked to score.
+
 Pure: no Django, no model; only a Hugging Face *fast* tokenizer (for offsets).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from scoring.segmentation import BODY, Segment, routing_segments, segment, sentence_units
+
+WINDOW_UNITS = "windows"
+SENTENCE_UNITS = "sentences"
+UNITS = (WINDOW_UNITS, SENTENCE_UNITS)
 
 DEFAULT_WINDOW_TOKENS = 128
 DEFAULT_STRIDE = 64
@@ -30,6 +42,8 @@ class Window:
     input_ids: tuple[int, ...]
     start: int
     end: int
+    kind: str = BODY  # the kind of message part it was cut from (scoring.segmentation)
+    routes: bool = True  # whether its score can route the message
 
     @property
     def n_tokens(self) -> int:
@@ -95,6 +109,65 @@ def make_windows(
         content = [offset for offset, is_special in zip(offsets, special, strict=True) if not is_special]
         start, end = (content[0][0], content[-1][1]) if content else (0, 0)
         per_text[text_index].append(Window(text_index, tuple(ids), start, end))
+    return per_text
+
+
+def segment_windows(
+    tokenizer,
+    texts: Sequence[str],
+    *,
+    window_tokens: int = DEFAULT_WINDOW_TOKENS,
+    stride: int = DEFAULT_STRIDE,
+    segments: Sequence[Sequence[Segment]] | None = None,
+    units: str = WINDOW_UNITS,
+) -> list[list[Window]]:
+    """Cut every text into its parts (scoring.segmentation.segment, or the `segments` given, one
+    list per text) and each part into windows, with offsets into the whole text, in text order.
+    With units="sentences" each part is first cut into its sentences and adjacent sentence pairs
+    (scoring.segmentation.sentence_units), and each of those is windowed on its own.
+    Windows of a part that yields no token are dropped; a text with no token at all gets
+    make_windows' single empty window."""
+    if units not in UNITS:
+        raise ValueError(f"units must be one of {', '.join(UNITS)}, not {units!r}")
+    if segments is None:
+        segments = [segment(text) for text in texts]
+    parts: list[tuple[int, Segment, bool]] = []
+    for index, text_segments in enumerate(segments):
+        routing = set(routing_segments(text_segments))
+        for seg in text_segments:
+            if units == WINDOW_UNITS:
+                parts.append((index, seg, seg in routing))
+                continue
+            for start, end in sentence_units(texts[index], seg.start, seg.end):
+                parts.append((index, Segment(seg.kind, start, end), seg in routing))
+    per_part = make_windows(
+        tokenizer,
+        [texts[i][seg.start : seg.end] for i, seg, _ in parts],
+        window_tokens=window_tokens,
+        stride=stride,
+    )
+    per_text: list[list[Window]] = [[] for _ in texts]
+    for (index, seg, routes), windows in zip(parts, per_part, strict=True):
+        for w in windows:
+            if w.n_content_tokens == 0:
+                continue
+            per_text[index].append(
+                replace(
+                    w,
+                    text_index=index,
+                    start=w.start + seg.start,
+                    end=w.end + seg.start,
+                    kind=seg.kind,
+                    routes=routes,
+                )
+            )
+    empty = [i for i, windows in enumerate(per_text) if not windows]
+    for i, windows in zip(
+        empty,
+        make_windows(tokenizer, [texts[i] for i in empty], window_tokens=window_tokens, stride=stride),
+        strict=True,
+    ):
+        per_text[i] = [replace(w, text_index=i) for w in windows]
     return per_text
 
 

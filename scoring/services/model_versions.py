@@ -207,7 +207,12 @@ def model_version_train(*, config, name: str, models_dir: str | Path, progress: 
         raise ModelVersionError(f"{name!r} is not a valid version name (letters, digits, - and _ only).")
     if ModelVersion.objects.filter(name=name).exists() or (Path(models_dir) / name).exists():
         raise ModelVersionError(f"A model version named {name!r} already exists.")
-    path = train_and_save(config, models_dir=models_dir, version=name, progress=progress)
+    from scoring.selectors import active_compiled_rules
+
+    # The evaluation sets are measured as the pipeline routes them: model flag or active rule hit.
+    path = train_and_save(
+        config, models_dir=models_dir, version=name, progress=progress, rules=active_compiled_rules()
+    )
     return model_version_register(artifact_dir=path)
 
 
@@ -218,7 +223,7 @@ def default_version_name() -> str:
 
 def train_config_from_settings(**overrides):
     """The TrainConfig that `train_classifier` without options and `make run` use: the base
-    model, corpus, windows, threshold rule, time budget and device from settings, the rest from
+    model, corpus, windows, threshold rule, evaluation sets and device from settings, the rest from
     TrainConfig's defaults; `overrides` replace any field (None means "keep the default")."""
     from django.conf import settings
 
@@ -230,7 +235,9 @@ def train_config_from_settings(**overrides):
         "window_tokens": settings.WINDOW_TOKENS,
         "stride": settings.WINDOW_STRIDE,
         "target_recall": settings.THRESHOLD_TARGET_RECALL,
-        "max_minutes": settings.TRAIN_MAX_MINUTES or None,
+        "evaluation_sets": tuple(
+            str(Path(settings.EVALUATION_SETS_DIR) / f"{name}.jsonl") for name in settings.EVALUATION_SETS
+        ),
         "device": settings.SCORING_DEVICE,
         "token_budget": settings.TOKEN_BUDGET,
     }

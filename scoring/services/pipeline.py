@@ -22,6 +22,7 @@ from scoring import routing
 from scoring.constants import MessageStatus
 from scoring.errors import ModelNotReady, ScoringInputError
 from scoring.models import ClaimType, Message, ModelVersion, Prediction, RuleMatch
+from scoring.segmentation import segments_json
 from scoring.services.queueing import messages_enqueue_explanation
 from scoring.services.transitions import path_fields
 
@@ -83,7 +84,7 @@ def messages_score_batch(
     Idempotent: messages no longer in received/queued are skipped. A message the scorer
     refuses is marked failed with the reason without failing the others. Flagged and
     rule-hit messages are sent to the explanation queue after commit."""
-    from scoring.rules import match as match_rules
+    from scoring.routing import routing_rule_hits
     from scoring.selectors import active_compiled_rules
 
     version = active_model_version()
@@ -101,7 +102,15 @@ def messages_score_batch(
     results = _score_isolating_failures(scorer, [m.body for m in candidates])
     per_message_ms = (time.perf_counter() - started) * 1000.0 / len(candidates)
     compiled_rules = active_compiled_rules()
-    hits = {m.pk: match_rules(m.body, compiled_rules) for m in candidates}
+    hits = {
+        m.pk: routing_rule_hits(
+            m.body,
+            compiled_rules,
+            segmented=bool(getattr(scorer, "segmented", False)),
+            segments=getattr(r, "segments", None),
+        )
+        for m, r in zip(candidates, results, strict=True)
+    }
     by_id = {m.pk: (m, r) for m, r in zip(candidates, results, strict=True)}
     claim_types = {ct.code: ct for ct in ClaimType.objects.all()}
 
@@ -245,7 +254,11 @@ def prediction_from_result(
         score=float(result.score),
         claim_type=claim_types.get(result.claim_type),
         probabilities={k: float(v) for k, v in result.probabilities.items()},
-        window_scores=[{"start": w.start, "end": w.end, "score": float(w.score)} for w in result.windows],
+        window_scores=[
+            {"start": w.start, "end": w.end, "score": float(w.score), "kind": w.kind, "routes": w.routes}
+            for w in result.windows
+        ],
+        segments=segments_json(getattr(result, "segments", None) or []),
         threshold=version.threshold,
         flagged=float(result.score) >= version.threshold,
         is_shadow=shadow,

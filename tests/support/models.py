@@ -124,7 +124,6 @@ def tiny_train_config(base_model: Path, corpus: Path, **overrides) -> TrainConfi
         "patience": 12,
         "window_tokens": 64,
         "stride": 32,
-        "max_minutes": None,
         "device": "cpu",
     }
     values.update(overrides)

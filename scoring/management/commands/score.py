@@ -12,6 +12,8 @@ from django.core.management.base import BaseCommand, CommandError
 from scoring.classifier.loading import get_scorer
 from scoring.errors import ScoringError
 from scoring.models import ModelVersion
+from scoring.routing import routing_rule_hits
+from scoring.selectors import active_compiled_rules
 
 CHUNK = 256
 
@@ -32,6 +34,23 @@ def _parse(number: int, line: str) -> tuple[object, str | None, str | None]:
     return row_id, row["body"], None
 
 
+def _output(row_id, body: str, result, version: ModelVersion, scorer, rules) -> dict:
+    """One scored row: the model's flag, the routing rule hits and the pipeline's decision."""
+    hits = routing_rule_hits(body, rules, segmented=scorer.segmented, segments=result.segments)
+    flagged = result.score >= version.threshold
+    return {
+        "id": row_id,
+        "score": round(result.score, 6),
+        "flagged": flagged,
+        "rule_hits": [{"rule": h.code, "claim_type": h.claim_type, "text": h.text} for h in hits],
+        "routed": flagged or bool(hits),
+        "claim_type": result.claim_type,
+        "driving_part": result.windows[result.best_window].kind,
+        "model_version": version.name,
+        "threshold": version.threshold,
+    }
+
+
 def _chunks(lines: Iterable[str]) -> Iterator[list[tuple[int, str]]]:
     chunk: list[tuple[int, str]] = []
     for number, line in enumerate(lines, start=1):
@@ -47,7 +66,9 @@ def _chunks(lines: Iterable[str]) -> Iterator[list[tuple[int, str]]]:
 class Command(BaseCommand):
     help = (
         "Read JSONL rows {id, body} from a file or stdin (-) and print one JSON line per row: id, "
-        "score, flagged, claim_type, model_version, threshold. A bad row prints a JSON error line."
+        "score, flagged (the model alone), rule_hits (the active rules, in the parts of the "
+        "message that route), routed (flagged or a rule hit: what the pipeline does), claim_type, "
+        "driving_part, model_version, threshold. A bad row prints a JSON error line."
     )
 
     stealth_options = ("stdin",)  # tests pass a stream in place of sys.stdin
@@ -69,16 +90,17 @@ class Command(BaseCommand):
             scorer = get_scorer(version)
         except ScoringError as exc:
             raise CommandError(str(exc)) from exc
+        rules = active_compiled_rules()
         if options["input"] == "-":
-            self._score(options.get("stdin") or sys.stdin, scorer, version)
+            self._score(options.get("stdin") or sys.stdin, scorer, version, rules)
             return
         path = Path(options["input"])
         if not path.is_file():
             raise CommandError(f"{path} does not exist.")
         with path.open(encoding="utf-8", errors="replace") as handle:
-            self._score(handle, scorer, version)
+            self._score(handle, scorer, version, rules)
 
-    def _score(self, lines: Iterable[str], scorer, version: ModelVersion) -> None:
+    def _score(self, lines: Iterable[str], scorer, version: ModelVersion, rules) -> None:
         for chunk in _chunks(lines):
             outputs: list[dict | None] = []
             texts, slots = [], []
@@ -94,18 +116,11 @@ class Command(BaseCommand):
                     outputs.append(None)
                     texts.append((row_id, number, body))
             results = self._score_texts(scorer, texts)
-            for slot, (row_id, number, _), result in zip(slots, texts, results, strict=True):
+            for slot, (row_id, number, body), result in zip(slots, texts, results, strict=True):
                 outputs[slot] = (
                     {"id": row_id, "line": number, "error": result}
                     if isinstance(result, str)
-                    else {
-                        "id": row_id,
-                        "score": round(result.score, 6),
-                        "flagged": result.score >= version.threshold,
-                        "claim_type": result.claim_type,
-                        "model_version": version.name,
-                        "threshold": version.threshold,
-                    }
+                    else _output(row_id, body, result, version, scorer, rules)
                 )
             for output in outputs:
                 self.stdout.write(json.dumps(output))

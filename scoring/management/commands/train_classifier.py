@@ -8,7 +8,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from scoring.classifier.metrics import format_report
+from scoring.classifier.modeling import POOLINGS
 from scoring.classifier.training import TrainConfig
+from scoring.classifier.windows import UNITS
 from scoring.errors import ScoringError
 from scoring.services.model_versions import (
     default_version_name,
@@ -21,9 +23,9 @@ DEFAULTS = TrainConfig(base_model="", corpus_path="")
 
 class Command(BaseCommand):
     help = (
-        "Fine-tune all layers of the base encoder on the labelled corpus (+ --extra rows, train split "
-        "only), choose the threshold on val, measure test, save the artifact under MODELS_DIR and "
-        "register the version. It is not activated: use activate_model."
+        "Fine-tune the base encoder on the labelled corpus (+ --extra rows, train split only), calibrate "
+        "and choose the threshold on val, measure test and the hand-written evaluation sets, save the "
+        "artifact under MODELS_DIR and register the version. It is not activated: use activate_model."
     )
 
     def add_arguments(self, parser):
@@ -42,10 +44,28 @@ class Command(BaseCommand):
         )
         parser.add_argument("--name", default=None, help="Version name (default claims-<timestamp>).")
         parser.add_argument(
-            "--max-minutes",
+            "--freeze-layers",
+            type=int,
+            default=DEFAULTS.freeze_layers,
+            help="Freeze the embeddings and the lowest N encoder layers (computed once per window).",
+        )
+        parser.add_argument(
+            "--layer-lr-decay",
             type=float,
-            default=None,
-            help="Time budget; training stops early, keeping the best state (TRAIN_MAX_MINUTES; 0 = none).",
+            default=DEFAULTS.layer_lr_decay,
+            help="Encoder layer i trains at lr * decay ** (layers - i) (1 = the same lr everywhere).",
+        )
+        parser.add_argument(
+            "--pooling", choices=POOLINGS, default=DEFAULTS.pooling, help="What the head reads."
+        )
+        parser.add_argument(
+            "--units", choices=UNITS, default=DEFAULTS.units, help="Token windows or sentences (and pairs)."
+        )
+        parser.add_argument("--label-smoothing", type=float, default=DEFAULTS.label_smoothing)
+        parser.add_argument(
+            "--no-calibration",
+            action="store_true",
+            help="No temperature scaling (scores as the model gives).",
         )
         parser.add_argument("--device", default=None, help="auto, cpu or cuda (SCORING_DEVICE).")
         parser.add_argument("--target-recall", type=float, default=None, help="THRESHOLD_TARGET_RECALL.")
@@ -63,9 +83,14 @@ class Command(BaseCommand):
                 seed=options["seed"],
                 target_recall=options["target_recall"],
                 device=options["device"],
+                freeze_layers=options["freeze_layers"],
+                layer_lr_decay=options["layer_lr_decay"],
+                pooling=options["pooling"],
+                units=options["units"],
+                label_smoothing=options["label_smoothing"],
             )
-            if options["max_minutes"] is not None:
-                config = replace(config, max_minutes=options["max_minutes"] or None)
+            if options["no_calibration"]:
+                config = replace(config, calibrate=False)
             version = model_version_train(
                 config=config,
                 name=options["name"] or default_version_name(),

@@ -41,11 +41,53 @@ def test_score_prints_one_json_line_per_row_in_input_order(tiny_model_version, t
 
     assert [line["id"] for line in lines] == ["a", 2]
     for line in lines:
-        assert set(line) == {"id", "score", "flagged", "claim_type", "model_version", "threshold"}
+        assert set(line) == {
+            "id",
+            "score",
+            "flagged",
+            "rule_hits",
+            "routed",
+            "claim_type",
+            "driving_part",
+            "model_version",
+            "threshold",
+        }
         assert line["model_version"] == tiny_model_version.name
         assert line["threshold"] == tiny_model_version.threshold
         assert line["flagged"] == (line["score"] >= tiny_model_version.threshold)
+        assert line["routed"] == (line["flagged"] or bool(line["rule_hits"]))
     assert lines[0]["score"] > lines[1]["score"]
+
+
+def test_score_reports_the_rule_hits_and_the_pipelines_routing_beside_the_models_flag(tiny_model_version):
+    # given a claim the rules catch, the same words quoted under a warning, and a neutral line
+    stdin = io.StringIO(
+        "\n".join(
+            json.dumps(row)
+            for row in [
+                {"id": "claim", "body": "Don't worry, your returns are guaranteed."},
+                {"id": "answer", "body": "No, returns are guaranteed."},
+                {
+                    "id": "quoted",
+                    "body": "Please ignore this.\n\nOn Mon, 3 Feb 2025, Promo <p@x.example> wrote:\n"
+                    "> Your returns are guaranteed!",
+                },
+                {"id": "lunch", "body": "Lunch is at 1 o'clock in the main meeting room."},
+            ]
+        )
+        + "\n"
+    )
+
+    # when
+    lines = {line["id"]: line for line in map(json.loads, run("score", input="-", stdin=stdin).splitlines())}
+
+    # then a rule hit routes even where the model alone does not flag; quoted history routes nothing
+    for key in ("claim", "answer"):
+        assert [hit["rule"] for hit in lines[key]["rule_hits"]] == ["GR-002"], lines[key]
+        assert lines[key]["routed"] is True
+    assert lines["quoted"]["rule_hits"] == []
+    assert lines["lunch"]["rule_hits"] == [] and lines["lunch"]["routed"] == lines["lunch"]["flagged"]
+    assert lines["quoted"]["driving_part"] == "body"
 
 
 def test_score_turns_bad_rows_into_error_lines_and_scores_the_rest(tiny_model_version):
