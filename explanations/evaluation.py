@@ -136,6 +136,8 @@ def _summary(
         "flip_rate": float(np.mean([c.flipped for c in checks])),
         "pass_rate": float(np.mean([c.passed for c in checks])),
         "comprehensiveness": float(np.mean([c.comprehensiveness for c in checks])),
+        "comprehensiveness_log_odds": float(np.mean([c.comprehensiveness_log_odds for c in checks])),
+        "random_baseline_log_odds": float(np.mean([c.random_baseline_log_odds for c in checks])),
         "sufficiency": float(np.mean([c.sufficiency for c in checks])),
         "aopc": float(np.mean([c.aopc for c in checks])),
         "random_baseline": float(np.mean([c.random_baseline for c in checks])),
@@ -221,6 +223,7 @@ def compare_methods(
                 f1s[method].append(f1)
                 row_methods[j][method] = {
                     "comprehensiveness": round(check.comprehensiveness, 4),
+                    "comprehensiveness_log_odds": round(check.comprehensiveness_log_odds, 4),
                     "flipped": check.flipped,
                     "passed": check.passed,
                     "token_f1": None if f1 is None else round(f1, 4),
@@ -293,6 +296,9 @@ def canary_details(
                     "passed": result.check.passed,
                     "flipped": result.check.flipped,
                     "comprehensiveness": result.check.comprehensiveness,
+                    "comprehensiveness_log_odds": result.check.comprehensiveness_log_odds,
+                    "random_baseline": result.check.random_baseline,
+                    "random_baseline_log_odds": result.check.random_baseline_log_odds,
                     "verdict": result.check.verdict_text,
                     "words": [[w["start"], w["end"], round(w["score"], 6)] for w in result.words],
                 }

@@ -209,6 +209,10 @@ class FaithfulnessResult:
     random_baseline: float
     score_without_random: float
     random_comprehensiveness: tuple[float, ...]
+    # The same two drops on the log-odds scale, log(p / (1 - p)): a probability saturated near
+    # 1.0 hides a large change of the model's evidence (0.999 -> 0.99 is 2.3 nats).
+    comprehensiveness_log_odds: float
+    random_baseline_log_odds: float
     aopc: float
     aopc_curve: tuple[AopcPoint, ...]
     passed: bool
@@ -331,6 +335,16 @@ def verdict(
     )
 
 
+# Probabilities are clipped to [LOG_ODDS_CLIP, 1 - LOG_ODDS_CLIP] before taking log-odds.
+LOG_ODDS_CLIP = 1e-6
+
+
+def log_odds(probability: float) -> float:
+    """log(p / (1 - p)) of a probability clipped away from 0 and 1 (LOG_ODDS_CLIP)."""
+    p = min(max(float(probability), LOG_ODDS_CLIP), 1.0 - LOG_ODDS_CLIP)
+    return math.log(p) - math.log1p(-p)
+
+
 def _finish(plan: _Plan, scores: Sequence[float]) -> FaithfulnessResult:
     item, k = plan.item, plan.k
     words = list(item.words)
@@ -340,6 +354,7 @@ def _finish(plan: _Plan, scores: Sequence[float]) -> FaithfulnessResult:
     comprehensiveness = full - without
     random_comps = tuple(full - scores[i] for i in plan.random)
     random_baseline = float(np.mean(random_comps)) if random_comps else 0.0
+    random_odds = [log_odds(full) - log_odds(scores[i]) for i in plan.random]
     curve = tuple(
         AopcPoint(fraction=f, k=k_f, score_without=scores[i], comprehensiveness=full - scores[i])
         for f, k_f, i in plan.aopc
@@ -365,6 +380,8 @@ def _finish(plan: _Plan, scores: Sequence[float]) -> FaithfulnessResult:
         random_baseline=random_baseline,
         score_without_random=full - random_baseline,
         random_comprehensiveness=random_comps,
+        comprehensiveness_log_odds=log_odds(full) - log_odds(without),
+        random_baseline_log_odds=float(np.mean(random_odds)) if random_odds else 0.0,
         aopc=float(np.mean([p.comprehensiveness for p in curve])) if curve else comprehensiveness,
         aopc_curve=curve,
         passed=passed,

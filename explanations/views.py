@@ -27,6 +27,8 @@ METRIC_LABELS = {
     "flip_rate": "Decision flip rate",
     "pass_rate": "Check pass rate",
     "comprehensiveness": "Comprehensiveness",
+    "comprehensiveness_log_odds": "Comprehensiveness (log-odds)",
+    "random_baseline_log_odds": "Random-words baseline (log-odds)",
     "sufficiency": "Sufficiency",
     "aopc": "AOPC",
     "random_baseline": "Random-words baseline",

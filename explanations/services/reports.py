@@ -22,6 +22,10 @@ from scoring.models import ModelActivation, ModelVersion
 
 logger = logging.getLogger(__name__)
 SELECTION_DEFAULT = 20
+SOURCES = {
+    "test": "flagged test-split messages, seeded random order",
+    "canary": "flagged messages of the fixed canary set (test-split claims), seeded random order",
+}
 
 
 def _default_scorer(version: ModelVersion):
@@ -47,10 +51,12 @@ def faithfulness_report_create(
     corpus_path: str | Path | None = None,
     progress: bool = False,
     scorer_factory=_default_scorer,
+    source: str = "test",
 ) -> FaithfulnessReport:
     """Compare the explanation methods on up to `sample` test-split corpus messages that
-    `version` flags (seeded order), the best attention head chosen on up to `selection` flagged
-    val-split messages, and store the figures (explanations.evaluation.compare_methods).
+    `version` flags (seeded order), or with source="canary" on the flagged messages of the fixed
+    canary set, the best attention head chosen on up to `selection` flagged val-split messages,
+    and store the figures (explanations.evaluation.compare_methods).
 
     Promises: bad arguments, a missing corpus or a model that flags nothing raise ReportError
     before anything is stored; the report records its parameters (sample asked and obtained,
@@ -59,11 +65,15 @@ def faithfulness_report_create(
         raise ReportError("--sample must be at least 1")
     if selection < 1:
         raise ReportError("the best-head selection slice needs at least 1 message")
+    if source not in SOURCES:
+        raise ReportError(f"the report's messages come from {' or '.join(SOURCES)}, not {source!r}")
     path, rows = _rows(corpus_path)
     test = [r for r in rows if r.get("split") == "test"]
     val = [r for r in rows if r.get("split") == "val"]
     if not test or not val:
         raise ReportError(f"the corpus {path} needs test and val rows")
+    if source == "canary":
+        test, _ = _canary_rows(corpus_path)
     scorer = scorer_factory(version)
     rng = np.random.default_rng(seed)
     picked = flagged_rows(scorer, test, threshold=version.threshold, limit=sample, rng=rng, progress=progress)
@@ -85,7 +95,7 @@ def faithfulness_report_create(
         "sample_requested": sample,
         "selection_size": len(chosen),
         "selection_source": "flagged val-split messages (disjoint from the test-split sample)",
-        "sample_source": "flagged test-split messages, seeded random order",
+        "sample_source": SOURCES[source],
         "seed": seed,
         **ig_options(),
         "precision": resolve_precision(settings.IG_PRECISION, scorer.device),
@@ -207,14 +217,40 @@ def _record(record: dict, **fields) -> CanaryCheck:
 
 def canary_check_for_activation(*, activation_id: int, progress: bool = False) -> CanaryCheck:
     """The canary check of one activation (what the queued task runs): the activated version
-    against the version it replaced. Idempotent: an activation is checked once."""
+    against the version it replaced, then the version's faithfulness report when it has none
+    yet (faithfulness_report_for_activation). Idempotent: an activation is checked once."""
     activation = ModelActivation.objects.select_related("model_version", "previous").get(pk=activation_id)
-    return canary_check_run(
+    check = canary_check_run(
         version=activation.model_version,
         previous=activation.previous,
         activation=activation,
         progress=progress,
     )
+    faithfulness_report_for_activation(version=activation.model_version, progress=progress)
+    return check
+
+
+def faithfulness_report_for_activation(*, version: ModelVersion, progress: bool = False):
+    """The faithfulness report an activated version gets on the checks queue, so that the
+    faithfulness page has one without anybody running a command: FAITHFULNESS_REPORT_SAMPLE
+    flagged test messages (0 turns it off). Idempotent: a version that already has a report with
+    the current IG settings keeps it. A report that cannot be made is logged, not raised: the
+    activation and its canary check stand either way. Returns the report or None."""
+    sample = settings.FAITHFULNESS_REPORT_SAMPLE
+    if sample <= 0:
+        return None
+    # The IG settings that shape a report (its precision is recorded resolved, "auto" is not).
+    wanted = {key: value for key, value in ig_options().items() if key != "precision"}
+    for report in FaithfulnessReport.objects.filter(model_version=version).only("parameters"):
+        if all(report.parameters.get(key) == value for key, value in wanted.items()):
+            return report
+    try:
+        return faithfulness_report_create(version=version, sample=sample, progress=progress)
+    except DatabaseError:
+        raise
+    except Exception:
+        logger.exception("the faithfulness report of %s could not be made", version.name)
+        return None
 
 
 def canary_check_enqueue(*, activation_id: int) -> bool:

@@ -11,8 +11,10 @@ from django.urls import reverse
 
 from explanations.corpus import canary_ids, read_rows
 from explanations.evaluation import REPORT_METHODS, compare_canaries
+from explanations.faithfulness import PASS_MARGIN
 from explanations.models import CanaryCheck, FaithfulnessReport
 from explanations.services import canary_check_for_activation, canary_check_run
+from scoring.models import ModelActivation
 from scoring.services.model_versions import model_version_activate, model_version_with_threshold
 from tests.support.models import tiny_corpus_rows, write_jsonl
 from tests.support.services import broker, published
@@ -150,17 +152,50 @@ def test_activation_rechecks_the_canaries_and_records_drift(
     assert check.parameters["previous_source"] == f"canary check {first.pk} of {tiny_model_version.name}"
     # same weights: the attributions rank the words identically
     assert check.rank_correlation == pytest.approx(1.0)
-    # nothing is flagged any more: the canaries that passed by a flip and no longer pass are findings
+    # nothing is flagged any more: the canaries that passed before and fail now are the findings,
+    # among them every one that had passed by a flip alone
     assert check.parameters["flag_rate"] == 0.0
     passed_before = {(d["id"], m) for d in first.details for m, r in d["methods"].items() if r.get("passed")}
     failing_now = {
         (d["id"], m) for d in check.details for m, r in d["methods"].items() if not r.get("passed")
     }
-    assert check.findings
+    by_flip_alone = {
+        (d["id"], m)
+        for d in first.details
+        for m, r in d["methods"].items()
+        if r.get("passed") and r["comprehensiveness"] < r["random_baseline"] + PASS_MARGIN
+    }
+    assert passed_before
     assert {(f["id"], f["method"]) for f in check.findings} == passed_before & failing_now
+    assert by_flip_alone <= {(f["id"], f["method"]) for f in check.findings}
     # and running the activation's task again changes nothing
     assert canary_check_for_activation(activation_id=activation.pk) == check
     assert CanaryCheck.objects.filter(model_version=strict).count() == 1
+
+
+def test_an_activated_version_gets_its_faithfulness_report_on_the_checks_task_once(
+    tiny_model_version, tiny_corpus, settings
+):
+    # given an activated version with no faithfulness report
+    settings.FAITHFULNESS_REPORT_SAMPLE = 5
+    activation = ModelActivation.objects.filter(model_version=tiny_model_version).latest()
+    assert not FaithfulnessReport.objects.filter(model_version=tiny_model_version).exists()
+
+    # when the activation's checks task runs, twice
+    canary_check_for_activation(activation_id=activation.pk)
+    canary_check_for_activation(activation_id=activation.pk)
+
+    # then the version has one report, made with the IG settings in force, of every method
+    report = FaithfulnessReport.objects.get(model_version=tiny_model_version)
+    assert 1 <= report.sample_size <= 5 and report.parameters["n_steps"] == 8
+    assert set(report.results["methods"]) == set(REPORT_METHODS)
+
+
+def test_the_report_at_activation_can_be_switched_off(tiny_model_version, tiny_corpus, settings):
+    settings.FAITHFULNESS_REPORT_SAMPLE = 0
+    activation = ModelActivation.objects.filter(model_version=tiny_model_version).latest()
+    canary_check_for_activation(activation_id=activation.pk)
+    assert not FaithfulnessReport.objects.filter(model_version=tiny_model_version).exists()
 
 
 def test_the_canary_check_of_an_activation_is_queued_not_waited_for(

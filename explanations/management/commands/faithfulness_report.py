@@ -15,6 +15,7 @@ COLUMNS = (
     "flip_rate",
     "pass_rate",
     "comprehensiveness",
+    "comprehensiveness_log_odds",
     "sufficiency",
     "aopc",
     "random_baseline",
@@ -45,9 +46,26 @@ class Command(BaseCommand):
             help="flagged val messages to choose the best head (default 20)",
         )
         parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument(
+            "--on",
+            choices=("test", "canary"),
+            default="test",
+            dest="source",
+            help="the flagged test-split messages (default), or the flagged canaries",
+        )
         parser.add_argument("--json", action="store_true", dest="as_json", help="print one JSON object")
 
-    def handle(self, *args, sample: int, model: str | None, selection: int, seed: int, as_json: bool, **_):
+    def handle(
+        self,
+        *args,
+        sample: int,
+        model: str | None,
+        selection: int,
+        seed: int,
+        as_json: bool,
+        source: str,
+        **_,
+    ):
         if model:
             version = ModelVersion.objects.filter(name=model).first()
             if version is None:
@@ -58,7 +76,7 @@ class Command(BaseCommand):
                 raise CommandError("No model version is active; name one with --model.")
         try:
             report = faithfulness_report_create(
-                version=version, sample=sample, selection=selection, seed=seed, progress=True
+                version=version, sample=sample, selection=selection, seed=seed, progress=True, source=source
             )
         except (ReportError, ScoringError) as exc:
             raise CommandError(str(exc)) from exc
@@ -77,8 +95,9 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(payload, sort_keys=True))
             return
         self.stdout.write(
-            f"faithfulness report {report.pk} of {version.name}: {report.sample_size} flagged test "
-            f"messages (threshold {version.threshold:.3f}, n_steps {report.parameters['n_steps']})"
+            f"faithfulness report {report.pk} of {version.name}: {report.sample_size} "
+            f"{report.parameters['sample_source']} (threshold {version.threshold:.3f}, "
+            f"n_steps {report.parameters['n_steps']})"
         )
         self.stdout.write(f"{'method':<28}" + "".join(f"{c:>19}" for c in COLUMNS))
         for name, figures in results["methods"].items():
