@@ -4,6 +4,11 @@ Each segment is a run of text with the same marks: the attribution heat of the w
 to (if any) and the rule matches that cover it. Offsets are character offsets into the body,
 as stored by RuleMatch and Explanation.words. The template renders `segment.text` with Django's
 auto-escaping, so markup in a message body always shows as text.
+
+`build_parts` groups the segments by message part (body, signature, quoted history: the parts
+the model read apart, stored on the prediction), with each part's best window score, whether it
+routes and whether the message's score came from it, so that the page can show quoted history
+collapsed and marked, the signature marked, and which part drove the score.
 """
 
 from __future__ import annotations
@@ -98,3 +103,84 @@ def build_segments(
         labels = tuple(sorted({span.label for span in rules if span.start <= left < span.end}))
         segments.append(Segment(body[left:right], heat, score, labels))
     return segments
+
+
+PART_LABELS = {
+    "body": "Written by the sender",
+    "signature": "Sign-off, signature and disclaimers",
+    "quoted": "Quoted or forwarded history",
+}
+
+
+@dataclass(frozen=True)
+class Part:
+    """A message part with its display segments: its kind, whether its words route the message,
+    the best score of its windows (None when unknown) and whether the message score came from it."""
+
+    kind: str
+    routes: bool
+    score: float | None
+    drove_score: bool
+    segments: tuple[Segment, ...]
+
+    @property
+    def label(self) -> str:
+        return PART_LABELS.get(self.kind, self.kind)
+
+
+def build_parts(
+    body: str,
+    segments: Sequence[Segment],
+    parts: Sequence[Mapping[str, Any]] = (),
+    window_scores: Sequence[Mapping[str, Any]] = (),
+) -> list[Part]:
+    """`segments` (build_segments of `body`) cut at the stored part boundaries. A gap between two
+    parts (blank lines) joins the part before it; without stored parts the body is one part."""
+    length = len(body)
+    valid = [p for p in parts if _valid_span(p.get("start"), p.get("end"), length)]
+    if not valid:
+        return [Part("body", True, _best(window_scores, None), True, tuple(segments))]
+    starts = [0] + [int(p["start"]) for p in valid[1:]] + [length]
+    best_window = _best_window(window_scores)
+    out: list[Part] = []
+    for part, left, right in zip(valid, starts[:-1], starts[1:], strict=True):
+        kind = str(part.get("kind", "body"))
+        pieces = _cut(segments, left, right)
+        scores = [w for w in window_scores if _inside(w, left, right)]
+        out.append(
+            Part(
+                kind=kind,
+                routes=bool(part.get("routes", True)),
+                score=_best(scores, None),
+                drove_score=best_window is not None and _inside(best_window, left, right),
+                segments=tuple(pieces),
+            )
+        )
+    return out
+
+
+def _inside(window: Mapping[str, Any], left: int, right: int) -> bool:
+    start = window.get("start")
+    return isinstance(start, int) and left <= start < right
+
+
+def _best(windows: Sequence[Mapping[str, Any]], default: float | None) -> float | None:
+    scores = [float(w["score"]) for w in windows if isinstance(w.get("score"), int | float)]
+    return max(scores) if scores else default
+
+
+def _best_window(windows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    routing = [w for w in windows if w.get("routes", True) and isinstance(w.get("score"), int | float)]
+    return max(routing, key=lambda w: float(w["score"])) if routing else None
+
+
+def _cut(segments: Sequence[Segment], left: int, right: int) -> list[Segment]:
+    """The display segments of body[left:right] (a segment crossing a boundary is split)."""
+    out, position = [], 0
+    for seg in segments:
+        start, end = position, position + len(seg.text)
+        position = end
+        lo, hi = max(start, left), min(end, right)
+        if lo < hi:
+            out.append(Segment(seg.text[lo - start : hi - start], seg.heat, seg.score, seg.rules))
+    return out

@@ -26,6 +26,7 @@ urlpatterns = [
     path("models/activate", models.models_activate, name="models_activate"),
     path("models/threshold", models.models_threshold, name="models_threshold"),
     path("models/compare", models.models_compare, name="models_compare"),
+    path("models/<int:pk>/", models.model_detail, name="model_detail"),
     path("models/<int:pk>/shadow", models.models_shadow, name="models_shadow"),
     path("models/comparisons/<int:pk>/", models.comparison_detail, name="comparison"),
 ]

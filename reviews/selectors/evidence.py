@@ -10,7 +10,7 @@ from django.db.models import Subquery
 
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationStatus
 from reviews.constants import EXPLANATION_PREFERENCE
-from reviews.highlight import RuleSpan, Segment, build_segments
+from reviews.highlight import Part, RuleSpan, Segment, build_parts, build_segments
 from reviews.models import ReviewDecision, ReviewLock
 from scoring.models import Message, Prediction, RuleMatch
 
@@ -66,6 +66,17 @@ class Evidence:
     @property
     def latest_decision(self) -> ReviewDecision | None:
         return self.decisions[0] if self.decisions else None
+
+    @property
+    def parts(self) -> list[Part]:
+        """The body's display segments by message part (body, signature, quoted history)."""
+        prediction = self.prediction
+        return build_parts(
+            self.message.body,
+            self.segments,
+            prediction.segments if prediction is not None else (),
+            prediction.window_scores if prediction is not None else (),
+        )
 
 
 def _rule_spans(rule_matches: list[RuleMatch]) -> list[RuleSpan]:

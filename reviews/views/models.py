@@ -224,3 +224,72 @@ def comparison_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "queue": settings.CHECKS_QUEUE,
     }
     return render(request, template, context)
+
+
+def evaluation_tables(metrics: dict) -> list[dict]:
+    """The hand-written sets of a version's metrics, shaped for the template: per set the model
+    flag and the routing decision overall, per claim type and per kind."""
+    tables = []
+    for name, report in (metrics.get("evaluation_sets") or {}).items():
+        decisions = report.get("decisions", {})
+        routed, flagged = decisions.get("routed", {}), decisions.get("flagged", {})
+        kinds = sorted(set(routed.get("per_kind", {})) | set(flagged.get("per_kind", {})))
+        tables.append(
+            {
+                "name": name,
+                "routed": routed.get("overall", {}),
+                "flagged": flagged.get("overall", {}),
+                "per_type": [
+                    {"code": code, **stats, "flagged": flagged.get("per_claim_type", {}).get(code, {})}
+                    for code, stats in routed.get("per_claim_type", {}).items()
+                ],
+                "per_kind": [
+                    {
+                        "kind": kind,
+                        "routed": routed.get("per_kind", {}).get(kind, {}),
+                        "flagged": flagged.get("per_kind", {}).get(kind, {}),
+                    }
+                    for kind in kinds
+                ],
+                "ece": (report.get("calibration") or {}).get("ece"),
+            }
+        )
+    return tables
+
+
+def reliability_chart(metrics: dict) -> dict:
+    """{series: [{name, x: mean score per bin, y: share of claims, n}]} for the reliability diagram."""
+    calibration = metrics.get("calibration") or {}
+    sources = [("val", calibration.get("val")), ("test", calibration.get("test"))]
+    sources += [(name, r.get("calibration")) for name, r in (metrics.get("evaluation_sets") or {}).items()]
+    series = []
+    for name, table in sources:
+        if not table or not table.get("bins"):
+            continue
+        bins = [b for b in table["bins"] if b["n"]]
+        series.append(
+            {
+                "name": f"{name} (ECE {table['ece']:.3f})",
+                "x": [b["mean_score"] for b in bins],
+                "y": [b["claim_share"] for b in bins],
+                "n": [b["n"] for b in bins],
+            }
+        )
+    return {"series": series}
+
+
+@role_required(*READ, write_roles=WRITE)
+@require_GET
+def model_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    version = get_object_or_404(ModelVersion.objects.select_related("parent"), pk=pk)
+    metrics = version.metrics or {}
+    context = {
+        "version": version,
+        "metrics": metrics,
+        "calibration": metrics.get("calibration") or {},
+        "evaluation": evaluation_tables(metrics),
+        "chart_data": reliability_chart(metrics),
+        "slices": sorted((metrics.get("test_in_distribution") or {}).get("per_slice", {}).items()),
+        "per_type": sorted((metrics.get("test_in_distribution") or {}).get("per_claim_type", {}).items()),
+    }
+    return render(request, "reviews/model_detail.html", context)

@@ -94,3 +94,64 @@ def test_a_comparison_request_is_stored_pending_and_its_page_polls(client, admin
     page = client.get(response["Location"])
     assert comparison.status == "pending" and b'hx-trigger="every 2s"' in page.content
     assert b"Waiting for a worker on the checks queue" in page.content
+
+
+def _counts(tp, fp, fn, tn):
+    return {
+        "n": tp + fp + fn + tn,
+        "positives": tp + fn,
+        "negatives": fp + tn,
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tn": tn,
+        "recall": tp / (tp + fn) if tp + fn else None,
+        "precision": tp / (tp + fp) if tp + fp else None,
+        "false_positive_rate": fp / (fp + tn) if fp + tn else None,
+    }
+
+
+def test_a_versions_page_shows_the_hand_written_sets_by_kind_and_its_reliability_diagram(
+    client, auditor, reviewer
+):
+    # given a version whose metrics carry a hand-written set and its calibration
+    table = {
+        "ece": 0.041,
+        "n": 10,
+        "bins": [{"low": 0.9, "high": 1.0, "n": 4, "mean_score": 0.93, "claim_share": 1.0}],
+    }
+    decisions = {
+        key: {
+            "overall": _counts(9, 1, 1, 9),
+            "per_claim_type": {"risk_free": {"claims": 10, "caught": 9, "recall": 0.9}},
+            "per_kind": {"reply_quote": _counts(4, 1, 0, 5), "euphemism": _counts(5, 0, 1, 0)},
+        }
+        for key in ("routed", "flagged")
+    }
+    version = ModelVersionFactory(
+        name="v-measured",
+        metrics={
+            "calibration": {"temperature": 1.4, "val": table, "test": table},
+            "evaluation_sets": {"eval": {"decisions": decisions, "calibration": table}},
+        },
+    )
+
+    # when
+    client.force_login(auditor)
+    page = client.get(f"/review/models/{version.pk}/")
+
+    # then
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "reply_quote" in html and "4/4" in html and "1/6" in html
+    assert 'id="reliability-data"' in html and "eval (ECE 0.041)" in html
+    assert "temperature 1.400" in html
+    assert f'href="/review/models/{version.pk}/"' in client.get("/review/models/").content.decode()
+    client.force_login(reviewer)
+    assert client.get(f"/review/models/{version.pk}/").status_code == 403
+
+
+def test_a_version_without_hand_written_figures_says_so(client, auditor):
+    version = ModelVersionFactory(name="v-old-metrics", metrics={})
+    client.force_login(auditor)
+    assert b"No hand-written set was measured" in client.get(f"/review/models/{version.pk}/").content

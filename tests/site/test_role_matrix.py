@@ -106,6 +106,7 @@ ROUTES: list[Route] = [
     Route("reviews:models_threshold", "post", url("reviews:models_threshold"), R({ADMIN})),
     Route("reviews:models_compare", "post", url("reviews:models_compare"), R({ADMIN})),
     Route("reviews:models_shadow", "post", url("reviews:models_shadow", "model_version"), R({ADMIN})),
+    Route("reviews:model_detail", "get", url("reviews:model_detail", "model_version"), R({AUDITOR, ADMIN})),
     Route("reviews:comparison", "get", url("reviews:comparison", "comparison"), R({AUDITOR, ADMIN})),
     # The REST API: 401/403 instead of a login redirect.
     Route("api-messages", "get", url("api-messages"), R({REVIEWER, AUDITOR, ADMIN, SERVICE}), kind="api"),
