@@ -41,7 +41,7 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
         ("drift-pf-01", "[[{stock:cap} w1ll d0uble by {month}]]."),
         ("drift-pf-02", "[[{stock:cap} g0ing t0 {price} {deadline}]]."),
         ("drift-pf-03", "[[3xp3ct {gain_pct} up on {stock} by {month}]]."),
-        ("drift-pf-04", "[[{stock:cap} is a 10x b4 {year}]]{, get in now|}."),
+        ("drift-pf-04", "[[{stock:cap} is a t3n-b@gger {deadline}]]{, get in now|}."),
         ("drift-pf-05", "[[{stock:cap} w1ll h1t {price} {deadline}]]."),
         ("drift-pf-06", "[[{stock:cap} +{gain_pct} by {month}, e@sy]]."),
         ("drift-pf-07", "[[{stock:cap} tr1ples {deadline}]]{, mark my words|}."),
@@ -64,6 +64,6 @@ DRIFT_MARKERS: tuple[str, ...] = (
     "y3ar", "gu@r@nteed", "gu@ranteed", "r3turns", "c3rtain", "f1xed", "pr0fit", "n0 m@tter",
     "g-u-a-r-a-n-t-e-e-d", "l0cked", "y1eld", "d3ad c3rt", "m0nth", "z3ro", "r1sk", "c@n't",
     "l0se", "p3nny", "fr33", "c@pit@l", "s@fe", "n0 d0wns1de", "c@nn0t", "pr0tect3d", "r-i-s-k",
-    "f-r-e-e", "w1ll", "d0uble", "g0ing", "3xp3ct", "h1t", "e@sy", "tr1ples", "g0es",
+    "f-r-e-e", "w1ll", "d0uble", "g0ing", "3xp3ct", "t3n-b@gger", "h1t", "e@sy", "tr1ples", "g0es",
     "@pproved", "3ndors3d", "b@cked", "r3gul@tor", "st@mp", "s1gned 0ff", "c3rt1f13d", "v3tted",
 )  # fmt: skip

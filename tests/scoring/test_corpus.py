@@ -45,7 +45,8 @@ from scoring.corpus.vocab import BASE, NOVEL_VOCABULARY_MARKERS
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HARD_NEGATIVE_TRIGGERS = re.compile(
     r"guar|garant|return|risk|\bsec\b|fca|finra|ap+rov|endors|doub?l|triple|forecast|certain|safe|secur"
-    r"|protect|backed|locked in|interest|intrest|principal|grow|rise",
+    r"|protect|backed|locked in|interest|intrest|principal|grow|rise|benchmark|perform|outlook|target|expect"
+    r"|promis|lose|loss|regulat|yield|gain",
     re.IGNORECASE,
 )
 
@@ -165,7 +166,9 @@ def test_slices_hold_what_they_promise(rows):
         kinds = [part[2] for part in row["structure"]]
         if "hard_negative" in tags or "negation" in tags:
             assert row["label"] == 0, row["id"]
-        if "hard_negative" in tags and "chat_transcript" not in tags and "long_email" not in tags:
+        if "hard_negative" in tags and row["template"].startswith("hn-"):
+            # the trigger-word families (negatives.HARD): claim words in innocent context (the
+            # world families, e.g. forecasts attributed to others, are hard without them)
             assert HARD_NEGATIVE_TRIGGERS.search(row["body"]), row["id"]
         if "informal" in tags:
             assert row["channel"] in ("chat", "sms"), row["id"]
@@ -173,8 +176,8 @@ def test_slices_hold_what_they_promise(rows):
             assert row["channel"] == "email", row["id"]
         if "long_email" in tags:
             assert word_count(row["body"]) >= 120 and row["channel"] == "email", row["id"]
-        if "chat_transcript" in tags:
-            assert row["channel"] == "chat" and row["body"].count("\n") >= 1, row["id"]
+        if "chat_transcript" in tags:  # one or more lines, each with its sender (and time)
+            assert row["channel"] == "chat" and ":" in row["body"].split("\n")[0], row["id"]
         if "quoted_history" in tags:
             assert "quoted" in kinds, row["id"]
         if "signature" in tags:
@@ -371,7 +374,7 @@ def test_drift_messages_share_no_template_or_euphemism_with_the_corpus(rows):
     messages = generate_drift_messages(seed=3, n=240, claim_types=list(CLAIM_TYPES))
     assert {row["template"] for row in messages}.isdisjoint(row["template"] for row in rows)
     euphemisms = re.compile(
-        "|".join(r"(?<![\w@-])" + re.escape(m) + r"(?![\w@-])" for m in drift.DRIFT_MARKERS), re.IGNORECASE
+        "|".join(r"(?<![\w@])" + re.escape(m) + r"(?![\w@])" for m in drift.DRIFT_MARKERS), re.IGNORECASE
     )
     assert [row["id"] for row in rows if euphemisms.search(row["body"])] == []
     assert all(euphemisms.search(row["body"]) for row in messages)
