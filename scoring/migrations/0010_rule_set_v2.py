@@ -1,8 +1,9 @@
-"""Rule set v2: three seeded rules stop routing innocent mail, published as a new version.
+"""Rule set v2: four seeded rules stop routing innocent mail, published as a new version.
 
 Measured on hand-written mail (scoring/corpus/handwritten/dev.jsonl, the development set):
-- RE-001 hit "the SEC approved the rule change moving US equity settlement to T+1": a regulator
-  approving a rule, a listing or a merger is news, not an endorsement of a product;
+- RE-001 (and RE-003, the same words without "has") hit "the SEC approved the rule change moving
+  US equity settlement to T+1": a regulator approving a rule, a listing or a merger is news, not
+  an endorsement of a product;
 - RE-002 hit "my U4 got approved by FINRA": it now needs a product or investment word nearby,
   as RE-001 and RE-003 already did;
 - RF-004 hit the FSCS boilerplate "Eligible deposits are protected by the Financial Services
@@ -17,7 +18,7 @@ them (the change is then theirs to make on the rules page).
 from django.db import migrations
 
 SEED_NOTE = "Seed rules (migration 0004)."
-NOTE = "Rule set v2 (migration 0010): RE-001, RE-002 and RF-004 tightened against innocent mail."
+NOTE = "Rule set v2 (migration 0010): RE-001, RE-002, RE-003 and RF-004 tightened against innocent mail."
 _REGULATOR = (
     r"(?:SEC|FCA|FINRA|CFTC|ESMA|FDIC|Federal\s+Reserve|Bank\s+of\s+England|Treasury|"
     r"(?:the\s+)?regulators?|(?:the\s+)?government)"
@@ -45,6 +46,13 @@ CHANGES = {
         _PRODUCT_TERMS,
         8,
         "'approved by the FCA', 'backed by the government', near a product word",
+    ),
+    "RE-003": (
+        r"\b(?:SEC|FCA|FINRA|CFTC|ESMA|regulator|government)[- ](?:approved|endorsed|backed|certified|sanctioned)\b"
+        + _NEWS,
+        None,
+        None,
+        "'an SEC-approved fund' (not 'the SEC approved the rule change')",
     ),
     "RF-004": (
         r"\b(?:capital|principal|investments?|savings|deposits?|money)\s+(?:is|are|will\s+be|remains?|stays?)\s+"

@@ -34,8 +34,12 @@ def staff_admin(admin_user):
     return admin_user
 
 
-def v1() -> RuleSet:
-    return RuleSet.objects.get(version=1)
+# The seeded active set: 0004's v1, republished as v2 by 0010 (four rules tightened).
+SEEDED = 2
+
+
+def seeded() -> RuleSet:
+    return RuleSet.objects.get(version=SEEDED)
 
 
 def snapshot(rule_set: RuleSet) -> list[RuleDraft]:
@@ -45,9 +49,9 @@ def snapshot(rule_set: RuleSet) -> list[RuleDraft]:
 # --- the seeded rule set ---------------------------------------------------------------------
 
 
-def test_the_data_migration_seeds_an_active_version_one_with_several_rules_per_claim_type():
+def test_the_data_migrations_seed_an_active_set_with_several_rules_per_claim_type():
     rule_set = RuleSet.objects.get(is_active=True)
-    assert rule_set.version == 1
+    assert rule_set.version == SEEDED
     for code in CLAIM_TYPE_CODES:
         assert Rule.objects.filter(rule_set=rule_set, claim_type__code=code, enabled=True).count() >= 3
 
@@ -69,6 +73,36 @@ SEEDED_POSITIVES = [
     ("This product is approved by the FCA.", "regulatory_endorsement"),
     ("An SEC-approved fund for your retirement.", "regulatory_endorsement"),
 ]
+
+
+def test_v2_differs_from_the_seed_only_in_the_four_tightened_rules_and_v1_is_kept():
+    first, second = RuleSet.objects.get(version=1), seeded()
+    assert not first.is_active and second.is_active
+    before = {d.code: d for d in snapshot(first)}
+    after = {d.code: d for d in snapshot(second)}
+    assert set(before) == set(after)
+    changed = sorted(code for code in before if before[code] != after[code])
+    assert changed == ["RE-001", "RE-002", "RE-003", "RF-004"]
+
+
+@pytest.mark.parametrize(
+    ("text", "v1_hits"),
+    [
+        ("All, the SEC approved the rule change moving fund settlement to T+1.", True),
+        ("Great news, my U4 got approved by FINRA yesterday.", True),
+        ("Eligible deposits are protected by the Financial Services Compensation Scheme up to 85,000.", True),
+    ],
+)
+def test_v2_no_longer_routes_the_innocent_mail_v1_did(text, v1_hits):
+    from scoring.rules import compile_rules
+    from scoring.selectors import rule_spec_of
+
+    first = RuleSet.objects.get(version=1)
+    old = compile_rules(rule_spec_of(rule, 1) for rule in first.rules.select_related("claim_type"))
+    assert bool(match(text, old)) is v1_hits
+    assert match(text, active_compiled_rules()) == []
+
+
 SEEDED_NEGATIVES = [
     "Guaranteed delivery within 3 days.",
     "Our returns policy allows 30 days.",
@@ -91,7 +125,7 @@ def test_the_seeded_rules_catch_plain_claims_with_their_claim_type(text, claim_t
     hits = match(text, active_compiled_rules())
     assert hits, text
     assert {hit.claim_type for hit in hits} == {claim_type}
-    assert all(hit.rule_set_version == 1 for hit in hits)
+    assert all(hit.rule_set_version == SEEDED for hit in hits)
 
 
 @pytest.mark.parametrize("text", SEEDED_NEGATIVES)
@@ -108,13 +142,13 @@ def test_the_seeded_rules_miss_a_euphemism_on_purpose():
 
 
 def test_active_rule_specs_reads_the_enabled_rules_of_the_active_set_in_one_query(django_assert_num_queries):
-    Rule.objects.filter(rule_set=v1(), code="GR-004").update(enabled=False)
+    Rule.objects.filter(rule_set=seeded(), code="GR-004").update(enabled=False)
     with django_assert_num_queries(1):
         specs = active_rule_specs()
     codes = [spec.code for spec in specs]
     assert "GR-004" not in codes
     assert codes == sorted(codes)
-    assert all(spec.rule_set_version == 1 for spec in specs)
+    assert all(spec.rule_set_version == SEEDED for spec in specs)
     assert {spec.claim_type for spec in specs} == set(CLAIM_TYPE_CODES)
 
 
@@ -124,10 +158,10 @@ def test_compiled_rules_are_reused_until_another_version_becomes_active(
     first = active_compiled_rules()
     with django_assert_num_queries(1):  # only the "which version is active" check
         assert active_compiled_rules() is first
-    rule_set_publish(base=v1(), user=staff_admin, note="drop GR-004", remove=["GR-004"])
+    rule_set_publish(base=seeded(), user=staff_admin, note="drop GR-004", remove=["GR-004"])
     second = active_compiled_rules()
     assert second is not first
-    assert second.versions == {2}
+    assert second.versions == {SEEDED + 1}
     assert "GR-004" not in {r.spec.code for r in second.rules}
 
 
@@ -136,7 +170,7 @@ def test_compiled_rules_are_reused_until_another_version_becomes_active(
 
 def test_publishing_a_change_creates_and_activates_a_new_version_and_leaves_the_old_one_alone(staff_admin):
     # given a match recorded under v1
-    base = v1()
+    base = seeded()
     before = snapshot(base)
     gr1 = base.rules.get(code="GR-001")
     message = MessageFactory(body="guaranteed returns")
@@ -144,7 +178,7 @@ def test_publishing_a_change_creates_and_activates_a_new_version_and_leaves_the_
         message=message,
         rule=gr1,
         rule_code=gr1.code,
-        rule_set_version=1,
+        rule_set_version=SEEDED,
         claim_type=gr1.claim_type,
         start=0,
         end=18,
@@ -159,15 +193,15 @@ def test_publishing_a_change_creates_and_activates_a_new_version_and_leaves_the_
     )
     # then
     base.refresh_from_db()
-    assert (published.version, published.is_active, published.created_by) == (2, True, staff_admin)
+    assert (published.version, published.is_active, published.created_by) == (SEEDED + 1, True, staff_admin)
     assert not base.is_active
     assert snapshot(base) == before
     assert RuleSet.objects.filter(is_active=True).get() == published
     assert published.rules.get(code="GR-004").pattern.startswith(r"\b(?:assured|certain|sure[- ]?fire)")
     assert published.rules.count() == base.rules.count()
     recorded = RuleMatch.objects.get(message=message)
-    assert (recorded.rule.rule_set.version, recorded.rule_set_version) == (1, 1)
-    assert match("Enjoy surefire returns.", active_compiled_rules())[0].rule_set_version == 2
+    assert (recorded.rule.rule_set.version, recorded.rule_set_version) == (SEEDED, SEEDED)
+    assert match("Enjoy surefire returns.", active_compiled_rules())[0].rule_set_version == SEEDED + 1
 
 
 def test_adding_and_removing_rules_publishes_exactly_that_difference(staff_admin):
@@ -179,11 +213,11 @@ def test_adding_and_removing_rules_publishes_exactly_that_difference(staff_admin
         context_window=6,
     )
     published = rule_set_publish(
-        base=v1(), user=staff_admin, note="swap a rule", add=[new_rule], remove=["RF-003"]
+        base=seeded(), user=staff_admin, note="swap a rule", add=[new_rule], remove=["RF-003"]
     )
     codes = set(published.rules.values_list("code", flat=True))
     assert "RF-900" in codes and "RF-003" not in codes
-    assert len(codes) == v1().rules.count()
+    assert len(codes) == seeded().rules.count()
     assert rule_draft_of(published.rules.get(code="RF-900")) == new_rule
     assert [h.code for h in match("With this investment you can't go wrong.", active_compiled_rules())] == [
         "RF-900"
@@ -208,33 +242,33 @@ def test_adding_and_removing_rules_publishes_exactly_that_difference(staff_admin
     ],
 )
 def test_a_bad_publish_is_refused_with_a_clear_error_and_changes_nothing(staff_admin, kwargs, message):
-    before = snapshot(v1())
+    before = snapshot(seeded())
     kwargs = {"note": "an edit", **kwargs}
     with pytest.raises(RuleSetError, match=message):
-        rule_set_publish(base=v1(), user=staff_admin, **kwargs)
-    assert list(RuleSet.objects.values_list("version", "is_active")) == [(1, True)]
-    assert snapshot(v1()) == before
+        rule_set_publish(base=seeded(), user=staff_admin, **kwargs)
+    assert list(RuleSet.objects.values_list("version", "is_active")) == [(SEEDED, True), (1, False)]
+    assert snapshot(seeded()) == before
 
 
 @pytest.mark.parametrize("persona", ["reviewer", "auditor", "outsider"])
 def test_only_a_compliance_admin_can_publish(request, persona):
     user = request.getfixturevalue(persona)
     with pytest.raises(RuleSetError, match="Only a compliance admin"):
-        rule_set_publish(base=v1(), user=user, note="sneaky", remove=["GR-001"])
-    assert RuleSet.objects.count() == 1
+        rule_set_publish(base=seeded(), user=user, note="sneaky", remove=["GR-001"])
+    assert RuleSet.objects.count() == SEEDED
 
 
 def test_a_superuser_can_publish():
     root = UserFactory(username="root", is_superuser=True, is_staff=True)
-    assert rule_set_publish(base=v1(), user=root, note="as root", remove=["GR-001"]).version == 2
+    assert rule_set_publish(base=seeded(), user=root, note="as root", remove=["GR-001"]).version == SEEDED + 1
 
 
 def test_publishing_an_old_version_unchanged_rolls_back_as_a_new_version(staff_admin):
-    rule_set_publish(base=v1(), user=staff_admin, note="drop RE-003", remove=["RE-003"])
-    rolled_back = rule_set_publish(base=v1(), user=staff_admin, note="roll back to v1")
-    assert rolled_back.version == 3 and rolled_back.is_active
-    assert snapshot(rolled_back) == snapshot(v1())
-    assert list(RuleSet.objects.filter(is_active=True).values_list("version", flat=True)) == [3]
+    rule_set_publish(base=seeded(), user=staff_admin, note="drop RE-003", remove=["RE-003"])
+    rolled_back = rule_set_publish(base=seeded(), user=staff_admin, note="roll back to v1")
+    assert rolled_back.version == SEEDED + 2 and rolled_back.is_active
+    assert snapshot(rolled_back) == snapshot(seeded())
+    assert list(RuleSet.objects.filter(is_active=True).values_list("version", flat=True)) == [SEEDED + 2]
 
 
 # --- admin -----------------------------------------------------------------------------------
@@ -245,7 +279,7 @@ def test_a_compliance_admin_sees_the_rule_sets_and_a_reviewer_does_not(client, s
     page = client.get(reverse("admin:scoring_ruleset_changelist"))
     assert page.status_code == 200
     assert "Seed rules (migration 0004)." in page.content.decode()
-    detail = client.get(reverse("admin:scoring_ruleset_change", args=[v1().pk]))
+    detail = client.get(reverse("admin:scoring_ruleset_change", args=[seeded().pk]))
     assert detail.status_code == 200
     assert "GR-001" in detail.content.decode()
     assert "Publish as new version" in detail.content.decode()
@@ -254,7 +288,7 @@ def test_a_compliance_admin_sees_the_rule_sets_and_a_reviewer_does_not(client, s
     reviewer.save(update_fields=["is_staff"])
     client.force_login(reviewer)
     assert client.get(reverse("admin:scoring_ruleset_changelist")).status_code == 403
-    assert client.get(reverse("admin:scoring_ruleset_publish", args=[v1().pk])).status_code == 403
+    assert client.get(reverse("admin:scoring_ruleset_publish", args=[seeded().pk])).status_code == 403
 
 
 def test_an_admin_edits_a_claim_type_name_but_not_its_code(client, staff_admin):
@@ -306,10 +340,12 @@ def publish_form_data(rule_set: RuleSet, note: str, **edits: dict[str, str]) -> 
 
 def test_the_publish_page_turns_an_edit_into_a_new_active_version(client, staff_admin):
     client.force_login(staff_admin)
-    url = reverse("admin:scoring_ruleset_publish", args=[v1().pk])
+    url = reverse("admin:scoring_ruleset_publish", args=[seeded().pk])
     assert client.get(url).status_code == 200
     data = publish_form_data(
-        v1(), "tighten GR-004", **{"GR-004": {"pattern": r"\bassured\s+income\b"}, "RF-003": {"DELETE": "on"}}
+        seeded(),
+        "tighten GR-004",
+        **{"GR-004": {"pattern": r"\bassured\s+income\b"}, "RF-003": {"DELETE": "on"}},
     )
     n = int(data["rules-TOTAL_FORMS"]) - 1
     data.update(
@@ -326,34 +362,34 @@ def test_the_publish_page_turns_an_edit_into_a_new_active_version(client, staff_
     response = client.post(url, data)
     assert response.status_code == 302, response.content.decode()[:2000]
     published = RuleSet.objects.get(is_active=True)
-    assert published.version == 2 and published.note == "tighten GR-004"
+    assert published.version == SEEDED + 1 and published.note == "tighten GR-004"
     assert published.rules.get(code="GR-004").pattern == r"\bassured\s+income\b"
     assert not published.rules.filter(code="RF-003").exists()
     assert published.rules.get(code="PF-900").context_terms == ["token*", "coin*"]
-    unchanged = {d.code: d for d in snapshot(v1())}
+    unchanged = {d.code: d for d in snapshot(seeded())}
     assert rule_draft_of(published.rules.get(code="GR-001")) == unchanged["GR-001"]
 
 
 def test_the_publish_page_shows_a_bad_pattern_and_publishes_nothing(client, staff_admin):
     client.force_login(staff_admin)
-    url = reverse("admin:scoring_ruleset_publish", args=[v1().pk])
-    response = client.post(url, publish_form_data(v1(), "typo", **{"GR-001": {"pattern": "guarant(eed"}}))
+    url = reverse("admin:scoring_ruleset_publish", args=[seeded().pk])
+    response = client.post(url, publish_form_data(seeded(), "typo", **{"GR-001": {"pattern": "guarant(eed"}}))
     assert response.status_code == 200
     assert "invalid pattern" in response.content.decode()
-    assert RuleSet.objects.count() == 1
+    assert RuleSet.objects.count() == SEEDED
 
 
 def test_the_roll_back_action_publishes_a_copy_of_the_selected_version(client, staff_admin):
-    rule_set_publish(base=v1(), user=staff_admin, note="drop RE-003", remove=["RE-003"])
+    rule_set_publish(base=seeded(), user=staff_admin, note="drop RE-003", remove=["RE-003"])
     client.force_login(staff_admin)
     response = client.post(
         reverse("admin:scoring_ruleset_changelist"),
-        {"action": "publish_copy", "_selected_action": [str(v1().pk)]},
+        {"action": "publish_copy", "_selected_action": [str(seeded().pk)]},
     )
     assert response.status_code == 302
     active = RuleSet.objects.get(is_active=True)
-    assert active.version == 3
-    assert snapshot(active) == snapshot(v1())
+    assert active.version == SEEDED + 2
+    assert snapshot(active) == snapshot(seeded())
 
 
 def test_the_rule_benchmark_prints_one_json_object_with_its_figures():

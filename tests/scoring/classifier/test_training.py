@@ -1,6 +1,7 @@
 import json
 
 import pytest
+import torch
 
 from scoring.classifier.artifacts import (
     EVAL_SCORES_NAME,
@@ -181,14 +182,21 @@ def test_frozen_layers_keep_their_pretrained_weights_and_the_upper_ones_train(ti
     assert result.metrics["training"]["frozen_layers_cached_windows"] > 0
 
 
-def test_calibration_is_fitted_on_val_and_folded_into_the_model(tiny_model_artifact):
-    manifest, metrics = read_manifest(tiny_model_artifact), read_metrics(tiny_model_artifact)
+def test_calibration_is_fitted_on_val_and_folded_into_the_model(tiny_inputs):
+    base, corpus = tiny_inputs
+    plain = train(tiny_train_config(base, corpus, epochs=3), progress=False)
+    calibrated = train(tiny_train_config(base, corpus, epochs=3, calibrate=True), progress=False)
 
-    assert manifest["temperature"] == pytest.approx(metrics["calibration"]["temperature"])
-    assert manifest["temperature"] > 0
+    manifest, metrics = calibrated.manifest, calibrated.metrics
+    temperature = metrics["calibration"]["temperature"]
+    assert manifest["temperature"] == pytest.approx(temperature) and plain.manifest["temperature"] == 1.0
     assert metrics["calibration"]["val_log_loss_after"] <= metrics["calibration"]["val_log_loss_before"]
     assert metrics["calibration"]["val"]["n"] == metrics["val"]["overall"]["n"]
     assert 0.0 <= metrics["calibration"]["val"]["ece"] <= 1.0
+    # folded into the head: the same training (same seed) with the head divided by T
+    assert torch.allclose(calibrated.model.classifier.weight, plain.model.classifier.weight / temperature)
+    assert torch.allclose(calibrated.model.classifier.bias, plain.model.classifier.bias / temperature)
+    assert plain.metrics["calibration"]["method"] == "none"
 
 
 def test_early_stopping_stops_when_val_stops_improving(tiny_inputs):
