@@ -88,26 +88,28 @@ def summarize(rows: Sequence[dict], threshold: float) -> dict:
 
 
 def quality_bar(summary: dict) -> list[dict]:
-    """The issue's quality bar, checked on one summary (the in-distribution test split):
-    recall >= 0.95 and precision >= 0.90 overall, recall >= 0.90 per claim type, false-positive
-    rate <= 5 % on hard negatives, padded-slice recall within 5 points of unpadded claims."""
+    """The corpus part of the quality bar (issue 15), checked on one summary (the family-disjoint
+    test split without novel_phrasing): recall >= 0.95 and precision >= 0.95 overall, recall
+    >= 0.90 per claim type, padded-slice recall within 5 points of unpadded claims. The
+    hard-negative false-positive rate is reported beside them (the bar for hard negatives is on
+    the hand-written set, scoring.classifier.evaluation)."""
     checks = []
 
-    def check(name: str, value: float | None, target: str, passed: bool) -> None:
-        checks.append({"check": name, "value": value, "target": target, "passed": bool(passed)})
+    def check(name: str, value: float | None, target: str, passed: bool | None) -> None:
+        checks.append({"check": name, "value": value, "target": target, "passed": passed})
 
     overall = summary["overall"]
     check("overall recall", overall["recall"], ">= 0.95", (overall["recall"] or 0) >= 0.95)
-    check("overall precision", overall["precision"], ">= 0.90", (overall["precision"] or 0) >= 0.90)
+    check("overall precision", overall["precision"], ">= 0.95", (overall["precision"] or 0) >= 0.95)
     for code, stats in summary["per_claim_type"].items():
         check(f"recall {code}", stats["recall"], ">= 0.90", (stats["recall"] or 0) >= 0.90)
-    hard = summary["per_slice"].get(HARD_NEGATIVE)
-    fpr = hard["false_positive_rate"] if hard else None
-    check("hard-negative false-positive rate", fpr, "<= 0.05", fpr is not None and fpr <= 0.05)
     padded = summary["per_slice"].get(PADDED, {}).get("recall")
     unpadded = summary["unpadded_claims_recall"]
     gap = abs(padded - unpadded) if padded is not None and unpadded is not None else None
     check("padded recall gap vs unpadded claims", gap, "<= 0.05", gap is not None and gap <= 0.05)
+    hard = summary["per_slice"].get(HARD_NEGATIVE)
+    fpr = hard["false_positive_rate"] if hard else None
+    check("hard-negative false-positive rate (corpus)", fpr, "reported", None)
     return checks
 
 

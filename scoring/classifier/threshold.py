@@ -1,12 +1,18 @@
 """The one threshold rule of Claimwatch, pure.
 
 Rule: the threshold is the HIGHEST score t such that flagging every message with score >= t
-recalls at least `target_recall` (default 0.95, settings.THRESHOLD_TARGET_RECALL) of the claims
+recalls at least `target_recall` (default 0.90, settings.THRESHOLD_TARGET_RECALL) of the claims
 in the validation split, overall AND within each claim type. The highest such t keeps the most
 precision for that recall; asking it of every type keeps one weak type from hiding behind the
 strong ones in the overall figure (the test-split bar is per type too). It is chosen once, on
 val, when a model is trained, and stored on the model version; the test split only reports what
 that threshold does. A different threshold is a new model version.
+
+Why 0.90 and not 0.95: on a family-disjoint val split the last 5 % of claims are the phrasings
+least like anything in train, and reaching them drags the threshold down to where innocent mail
+routes. Measured on one model (README, "The model"): target 0.95 gave threshold 0.055 and routed
+27 % of hand-written ordinary traffic (hand-written claims: recall 0.93, precision 0.75); 0.90
+gave 0.169, 12 % of ordinary traffic, recall 0.88, precision 0.84. The rules route on top of it.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-DEFAULT_TARGET_RECALL = 0.95
+DEFAULT_TARGET_RECALL = 0.90
 
 
 def describe_rule(target_recall: float = DEFAULT_TARGET_RECALL) -> str:

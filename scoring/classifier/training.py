@@ -29,7 +29,7 @@ import math
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -56,7 +56,7 @@ from scoring.classifier.modeling import CLS, POOLINGS, classifier_class
 from scoring.classifier.precision import FLOAT32, autocast, resolve_precision
 from scoring.classifier.schedule import AnnealingPlan
 from scoring.classifier.scorer import Scorer, resolve_device
-from scoring.classifier.threshold import choose_threshold, describe_rule
+from scoring.classifier.threshold import DEFAULT_TARGET_RECALL, choose_threshold, describe_rule
 from scoring.constants import CLASS_LABELS
 from scoring.segmentation import SEGMENTATION_VERSION
 
@@ -85,8 +85,8 @@ class TrainConfig:
     window_tokens: int = 128
     stride: int = 64
     negatives_per_message: int = 2
-    target_recall: float = 0.95
-    freeze_layers: int = 0  # embeddings and the lowest N encoder layers frozen (0: none)
+    target_recall: float = DEFAULT_TARGET_RECALL
+    freeze_layers: int = 3  # embeddings and the lowest N encoder layers frozen (0: none, full fine-tuning)
     cache_frozen: bool = True  # compute the frozen layers once per window (frozen.py)
     layer_lr_decay: float = 1.0  # encoder layer i trains at lr * decay ** (layers - i)
     label_smoothing: float = 0.0
@@ -175,6 +175,18 @@ def _encoder_layer(name: str) -> int | None:
         if index + 1 < len(parts) and parts[index + 1].isdigit():
             return int(parts[index + 1])
     return None
+
+
+def _with_frozen_layers_that_fit(config: TrainConfig, layers: int) -> TrainConfig:
+    """At most half of the encoder's layers are frozen: the default 3 is half of MiniLM-L6's 6; a
+    smaller encoder (BASE_MODEL_PATH, the tests' 2-layer one) gets half of its own. The config the
+    run records is the one it used."""
+    if config.freeze_layers <= layers // 2:
+        return config
+    logger.info(
+        "freeze_layers %d > half of %d layers: freezing %d", config.freeze_layers, layers, layers // 2
+    )
+    return replace(config, freeze_layers=layers // 2)
 
 
 def parameter_groups(model, config: TrainConfig) -> list[dict]:
@@ -371,6 +383,7 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
     test_rows = [r for r in corpus if r["split"] == "test"]
 
     model, tokenizer = load_base(config.base_model, config.pooling)
+    config = _with_frozen_layers_that_fit(config, model.config.num_hidden_layers)
     model.to(device)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     messages = build_message_examples(

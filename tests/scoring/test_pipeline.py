@@ -12,7 +12,7 @@ from django.utils import timezone
 from scoring import routing
 from scoring.constants import MessageStatus
 from scoring.errors import InvalidTransition, ModelNotReady
-from scoring.models import Message, ModelVersion, Prediction, RuleMatch
+from scoring.models import Message, ModelVersion, Prediction, RuleMatch, RuleSet
 from scoring.services.ingest import IncomingMessage, message_ingest, messages_ingest_bulk
 from scoring.services.pipeline import messages_score_batch
 from scoring.services.queueing import (
@@ -97,7 +97,10 @@ def test_a_batch_is_scored_matched_and_routed(tiny_model_version, django_capture
     assert prediction.window_scores and prediction.window_scores[0]["start"] == 0
     match = RuleMatch.objects.get(message=hit)
     assert RULE_HIT[match.start : match.end].lower() == match.text.lower()
-    assert match.claim_type.code == "guaranteed_returns" and match.rule_set_version == 1
+    assert (
+        match.claim_type.code == "guaranteed_returns"
+        and match.rule_set_version == RuleSet.objects.get(is_active=True).version
+    )
 
 
 def test_a_score_at_or_above_the_threshold_flags_and_asks_for_an_explanation(tiny_model_version):
