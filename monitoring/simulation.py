@@ -1,8 +1,8 @@
 """Simulated traffic through the real pipeline, for the monitoring page to show something true.
 
 Per simulated day: ordinary messages (scoring.corpus generate_traffic_messages) and, from the
-drift day, claims in a style the model never saw (obfuscated spellings: generate_drift_messages) are
-ingested with `messages_ingest_bulk` (received_at inside that day), scored by
+drift day, claims in a style the model never saw (obfuscated spellings in look-alike letters:
+generate_drift_messages) are ingested with `messages_ingest_bulk` (received_at inside that day), scored by
 `messages_score_batch` with the active model, explained by `messages_explain_batch`, and the
 messages that reach the review queue are claimed (`lock_claim`) and decided (`decision_record`)
 by simulated reviewer accounts who know each message's true label and err at a small rate.

@@ -183,6 +183,10 @@ def _handwritten_table(evaluation: dict) -> list[str]:
     return lines
 
 
+def _verdict(passed: bool | None) -> str:
+    return "reported" if passed is None else "yes" if passed else "NO"
+
+
 def model_card(manifest: dict, metrics: dict) -> str:
     """MODEL_CARD.md: what the model is for, how it was trained, what it measured, its limits."""
     hp = manifest.get("hyperparameters", {})
@@ -251,9 +255,7 @@ def model_card(manifest: dict, metrics: dict) -> str:
         ]
         for item in bar:
             value = "n/a" if item["value"] is None else f"{item['value']:.3f}"
-            lines.append(
-                f"| {item['check']} | {value} | {item['target']} | {'yes' if item['passed'] else 'NO'} |"
-            )
+            lines.append(f"| {item['check']} | {value} | {item['target']} | {_verdict(item['passed'])} |")
         lines.append("")
     lines += _handwritten_table(metrics.get("evaluation_sets") or {})
     calibration = metrics.get("calibration") or {}

@@ -145,6 +145,6 @@ def format_report(metrics: dict) -> str:
     for item in metrics.get("quality_bar", []):
         lines.append(
             f"bar: {item['check']} = {_fmt(item['value'])} (target {item['target']}): "
-            f"{'met' if item['passed'] else 'NOT MET'}"
+            f"{'reported' if item['passed'] is None else 'met' if item['passed'] else 'NOT MET'}"
         )
     return "\n".join(lines)

@@ -9,7 +9,14 @@ many shapes ("your principal is bulletproof" is learned, as it should be), so a 
 model still misses must be a style the corpus has never shown. Senders who know their mail is
 watched do write like this; a word-piece model sees "r1sk" as unfamiliar pieces, not as "risk".
 
-DRIFT_MARKERS are the obfuscated words themselves; a test checks that none occurs in the corpus."""
+DRIFT_MARKERS are the obfuscated words themselves; a test checks that none occurs in the corpus.
+
+Homoglyphs on top: the model trained on the family-disjoint corpus reads through leetspeak
+("z3ro r1sk" is still "zero risk" to it: it flagged 97 % of these claims written in Latin letters),
+so drift messages are also written in look-alike Cyrillic letters (HOMOGLYPHS: Cyrillic a for Latin a,
+Cyrillic ie for e, ...), as senders do to get past keyword filters. A reviewer reads the same words; the
+word-piece model sees unfamiliar pieces (it flagged 25 % of them, 17 % of risk_free). The
+substitution is one character for one, so offsets stay valid; `plain_letters` undoes it."""
 
 from __future__ import annotations
 
@@ -59,6 +66,26 @@ FAMILIES: dict[str, tuple[Family, ...]] = {
     ),
 }
 # fmt: on
+
+# Latin letter -> the Cyrillic letter that looks the same (one code point each).
+HOMOGLYPHS: dict[str, str] = {
+    "a": "\u0430", "c": "\u0441", "e": "\u0435", "i": "\u0456", "o": "\u043e", "p": "\u0440",
+    "x": "\u0445", "y": "\u0443", "A": "\u0410", "B": "\u0412", "C": "\u0421", "E": "\u0415",
+    "H": "\u041d", "K": "\u041a", "M": "\u041c", "O": "\u041e", "P": "\u0420", "T": "\u0422",
+}  # fmt: skip
+_TO_HOMOGLYPHS = str.maketrans(HOMOGLYPHS)
+_TO_LATIN = str.maketrans({glyph: letter for letter, glyph in HOMOGLYPHS.items()})
+
+
+def in_homoglyphs(text: str) -> str:
+    """`text` with every letter that has a Cyrillic look-alike replaced by it (same length)."""
+    return text.translate(_TO_HOMOGLYPHS)
+
+
+def plain_letters(text: str) -> str:
+    """The inverse of in_homoglyphs."""
+    return text.translate(_TO_LATIN)
+
 
 DRIFT_MARKERS: tuple[str, ...] = (
     "y3ar", "gu@r@nteed", "gu@ranteed", "r3turns", "c3rtain", "f1xed", "pr0fit", "n0 m@tter",

@@ -49,7 +49,8 @@ def _check_claim_types(claim_types: Sequence[str]) -> list[str]:
 
 
 def generate_drift_messages(*, seed: int, n: int, claim_types: Sequence[str]) -> list[dict]:
-    """`n` claims in the drift style (obfuscated spellings, drift.FAMILIES), the claim types taken in
+    """`n` claims in the drift style (obfuscated spellings, drift.FAMILIES, in Cyrillic look-alike
+    letters, drift.in_homoglyphs), the claim types taken in
     turn from `claim_types`; a quarter in chat style. Split "drift", slices ["drift"] (plus
     "informal" where chat-styled). Same seed, same rows."""
     seed = _check_int("seed", seed, minimum=0)
@@ -65,16 +66,15 @@ def generate_drift_messages(*, seed: int, n: int, claim_types: Sequence[str]) ->
         message = draw_unique(
             template, style="informal" if informal else "plain", rng=rng, seen=seen, family_id=family_id
         )
-        rows.append(
-            make_row(
-                row_id=f"drift-{seed}-{i + 1:05d}",
-                message=message,
-                claim_type=code,
-                split="drift",
-                slices=("informal", "drift") if informal else ("drift",),
-                template=family_id,
-            )
+        row = make_row(
+            row_id=f"drift-{seed}-{i + 1:05d}",
+            message=message,
+            claim_type=code,
+            split="drift",
+            slices=("informal", "drift") if informal else ("drift",),
+            template=family_id,
         )
+        rows.append({**row, "body": drift.in_homoglyphs(row["body"])})
     return rows
 
 

@@ -1,8 +1,8 @@
 """simulate_traffic on a small scale with the real trained classifier: the whole pipeline runs
 (ingest, scoring, explanations, simulated reviews), and the drift it injects shows up in the
 monitoring: the drifted claim type's disagreement rises after the drift day and an alert is
-listed. (A tiny model trained on the corpus flags almost every risk_free euphemism it is shown,
-so whether it alerts is a coin toss; the real model misses about half of them, as drift should.)
+listed. (The drift is leetspeak in Cyrillic look-alike letters: the real model misses most of
+it, as drift should; it reads plain leetspeak, which is why the look-alikes.)
 IG runs with 4 steps here: the explanations are computed for real, only coarser."""
 
 from __future__ import annotations
