@@ -16,11 +16,12 @@ A hand-written row: {"id", "body", "label", "claim_type", "kind", ...} (see the 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from scoring.classifier.metrics import binary_counts
+from scoring.corpus.jsonl import read_jsonl
+from scoring.corpus.schema import CorpusError
 from scoring.routing import routing_rule_hits
 from scoring.rules import CompiledRules
 
@@ -37,23 +38,21 @@ class EvaluationSetError(ValueError):
 
 def read_handwritten(path: str | Path) -> list[dict]:
     """The rows of a hand-written set (JSONL), checked for the keys evaluation needs."""
-    source = Path(path)
-    if not source.is_file():
-        raise EvaluationSetError(f"{source} does not exist")
-    rows = []
-    for number, line in enumerate(source.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise EvaluationSetError(f"{source.name} line {number}: not valid JSON ({exc.msg})") from exc
-        missing = [key for key in HANDWRITTEN_KEYS if key not in row]
-        if missing or row["label"] not in (0, 1):
-            raise EvaluationSetError(f"{source.name} line {number}: needs {', '.join(HANDWRITTEN_KEYS)}")
-        rows.append(row)
+    try:
+        rows = read_jsonl(path, validate=False)
+    except CorpusError as exc:
+        raise EvaluationSetError(str(exc)) from exc
+    for number, row in enumerate(rows, start=1):
+        if (
+            not isinstance(row, dict)
+            or any(key not in row for key in HANDWRITTEN_KEYS)
+            or row["label"] not in (0, 1)
+        ):
+            raise EvaluationSetError(
+                f"{path}: row {number} needs {', '.join(HANDWRITTEN_KEYS)}, label 0 or 1"
+            )
     if not rows:
-        raise EvaluationSetError(f"{source} has no rows")
+        raise EvaluationSetError(f"{path} has no rows")
     return rows
 
 

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 
 from scoring.corpus.framing import PADDING_POSITIONS, frame_padded, frame_short
 from scoring.corpus.messages import Message
 from scoring.corpus.render import InformalStyle, Rendered, render
-from scoring.corpus.schema import CHANNELS, NO_CLAIM, SLICES, CorpusError
+from scoring.corpus.schema import CHANNELS, NO_CLAIM, CorpusError
 from scoring.corpus.vocab import BASE, Slots, Vocabulary, draw_persona
 
 Family = tuple[str, str]
 
-STYLES: tuple[str, ...] = ("plain", "informal", "padded")
 # Channel mix per style: long messages are emails; informal ones are chat or SMS.
 CHANNEL_WEIGHTS: dict[str, tuple[int, int, int]] = {
     "plain": (45, 35, 20),
@@ -24,31 +22,6 @@ CHANNEL_WEIGHTS: dict[str, tuple[int, int, int]] = {
 # calibrated so that the padding measures roughly 200-600 MiniLM WordPiece tokens.
 PADDING_PRE_TOKENS: tuple[int, int] = (200, 500)
 MAX_ATTEMPTS = 60
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """A planned group of rows: `count` rows drawn round-robin from `families`, rendered in
-    `style` with `vocabulary`, tagged with `slices`. One recipe is one split stratum."""
-
-    key: str
-    count: int
-    claim_type: str
-    families: tuple[Family, ...]
-    slices: tuple[str, ...]
-    style: str = "plain"
-    vocabulary: Vocabulary = BASE
-    test_only: bool = False
-
-    def __post_init__(self) -> None:
-        if self.style not in STYLES:
-            raise CorpusError(f"recipe {self.key}: unknown style {self.style!r}")
-        if tuple(sorted(self.slices, key=SLICES.index)) != self.slices:
-            raise CorpusError(f"recipe {self.key}: slices must be in canonical order")
-
-    @property
-    def label(self) -> int:
-        return 0 if self.claim_type == NO_CLAIM else 1
 
 
 def render_message(
