@@ -184,11 +184,11 @@ def gpu_bf16_msgs_per_s(scorer: Scorer, n: int = 65_536, batch_size: int = 1024)
     with torch.inference_mode(), autocast(scorer.device, BFLOAT16):
         for _ in range(3):
             scorer.model(input_ids=ids, attention_mask=mask)
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(scorer.device)
         started = time.perf_counter()
         for _ in range(batches):
             scorer.model(input_ids=ids, attention_mask=mask)
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(scorer.device)
     return batches * batch_size / (time.perf_counter() - started)
 
 

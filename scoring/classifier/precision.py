@@ -2,9 +2,12 @@
 computes it natively. One definition for the Scorer (scoring.classifier.scorer) and for the
 Integrated Gradients of explanations.attribution. torch only; no Django.
 
-"auto" resolves to bfloat16 on a device with bf16 matrix units (a CUDA GPU that supports bf16;
-a CPU with AVX512-BF16 or AMX instructions) and to float32 elsewhere. A CPU with plain AVX-512
-but no bf16 instructions is float32: oneDNN emulates bf16 there, slower than float32.
+"auto" resolves to bfloat16 on a device with bf16 matrix units (a CUDA GPU that computes bf16
+natively: Ampere or newer; a CPU with AVX512-BF16 or AMX instructions) and to float32 elsewhere.
+Emulation does not count: a T4 or V100 "supports" bf16 only by emulating it (torch's
+`is_bf16_supported()` says yes there unless asked `including_emulation=False`), and a CPU with
+plain AVX-512 but no bf16 instructions has oneDNN emulate it; both are slower than float32.
+Training (scoring.classifier.training) and serving choose through the same `resolve_precision`.
 bfloat16 runs under torch.autocast (matrix products in bf16; softmax, layer norm and the loss in
 float32), with the weights kept in float32, so the same model serves both formats.
 """
@@ -33,7 +36,10 @@ def native_bf16(device) -> bool:
     """Whether `device` computes bf16 matrix products natively (see the module docstring)."""
     device = torch.device(device)
     if device.type == "cuda":
-        return bool(torch.cuda.is_bf16_supported())
+        if not torch.cuda.is_available():
+            return False
+        with torch.cuda.device(device):
+            return bool(torch.cuda.is_bf16_supported(including_emulation=False))
     if device.type == "cpu":
         return _cpu_has_bf16_instructions()
     return False

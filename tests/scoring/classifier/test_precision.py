@@ -51,6 +51,37 @@ def test_auto_is_bfloat16_only_where_the_cpu_has_bf16_instructions(monkeypatch):
         resolve_precision("float16", "cpu")
 
 
+def test_a_gpu_that_only_emulates_bf16_computes_in_float32(monkeypatch):
+    """A T4 or V100: torch's is_bf16_supported() says yes by default (emulation); auto must not
+    pick bf16 there, and the question is asked of the scorer's own device."""
+    asked: list[tuple[object, bool]] = []
+    current: list[object] = []
+
+    class Device:
+        def __init__(self, device):
+            self.device = device
+
+        def __enter__(self):
+            current.append(self.device)
+
+        def __exit__(self, *exc):
+            current.pop()
+
+    def is_bf16_supported(including_emulation=True):
+        asked.append((current[-1] if current else None, including_emulation))
+        return including_emulation  # emulated only
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device", Device)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", is_bf16_supported)
+    assert resolve_precision(AUTO, "cuda:1") == FLOAT32
+    assert asked == [(torch.device("cuda:1"), False)]
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
+    assert resolve_precision(AUTO, "cuda:1") == BFLOAT16
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_precision(AUTO, "cuda") == FLOAT32
+
+
 def test_autocast_needs_a_resolved_precision():
     with autocast("cpu", FLOAT32):
         assert torch.ones(2, 2).matmul(torch.ones(2, 2)).dtype == torch.float32
