@@ -15,6 +15,11 @@ class ModelNotReady(ScoringError):
     """No active model version, or its artifact cannot be loaded."""
 
 
+class DeviceOutOfMemory(ScoringError):
+    """One window does not fit in the device's memory even alone. Never a verdict on the message:
+    a worker with more free memory (or the same one later) can score it, so callers retry."""
+
+
 class ScoringInputError(ScoringError):
     """A text the scorer refuses (empty, too long), with the reason. `index` is the position of
     the refused text in the batch given to the scorer (None when not known)."""

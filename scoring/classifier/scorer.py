@@ -14,10 +14,17 @@ dynamically padded batches under a token budget.
   whose decision bf16 could change is scored again in float32 (see "Decisions in bfloat16");
 - windows are sorted by length and batched so that batch size x longest window <= token_budget
   and padding adds at most a quarter to the real tokens (windows.length_sorted_batches),
-  identical windows are run once, and results come back in input order.
+  identical windows are run once, and results come back in input order;
+- on CUDA the host work overlaps the device's: inputs go through pinned memory without blocking,
+  results come back to the host once per call, and (`overlap`, on by default on CUDA) the texts are
+  split into chunks of about one forward budget whose tokenisation runs in a thread while the
+  device runs the chunk before;
+- a batch that runs out of device memory (torch.OutOfMemoryError) is halved and run again after
+  the allocator's cache is emptied; only a single window that does not fit alone raises
+  `DeviceOutOfMemory`, which is retryable (another worker, or later), never a verdict.
 
-Input the Scorer refuses, with `ScoringInputError` (its `.index` says which text, `.reason` why),
-before any model work is done:
+Input the Scorer refuses, with `ScoringInputError` (its `.index` says which text, `.reason` why;
+nothing is returned then):
 - anything that is not a `str`;
 - a text longer than `max_chars` characters (settings.MAX_BODY_CHARS), so time stays bounded;
 - a text that is not valid Unicode (lone surrogates);
@@ -52,7 +59,8 @@ import json
 import math
 import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,6 +69,7 @@ import torch
 from transformers import AutoTokenizer
 
 from scoring.classifier.artifacts import MANIFEST_NAME
+from scoring.classifier.device_check import resolve_device
 from scoring.classifier.modeling import load_classifier
 from scoring.classifier.precision import AUTO, FLOAT32, autocast, resolve_precision
 from scoring.classifier.windows import (
@@ -75,10 +84,13 @@ from scoring.classifier.windows import (
     segment_windows,
 )
 from scoring.constants import NO_CLAIM
-from scoring.errors import ModelNotReady, ScoringInputError
+from scoring.errors import DeviceOutOfMemory, ModelNotReady, ScoringInputError
 from scoring.segmentation import Segment, segment
 
 DEFAULT_TOKEN_BUDGET = 8192
+# Overlapped scoring cuts the texts into chunks of about this many characters per budget token
+# (about four characters a token in English mail): one chunk is about one forward budget.
+CHARS_PER_BUDGET_TOKEN = 4
 DEFAULT_MAX_CHARS = 100_000
 # Claim log-odds around a decision threshold inside which a bf16 window is re-scored in float32.
 RECHECK_MARGIN = 0.5
@@ -108,20 +120,6 @@ class ScoreResult:
     windows: list[WindowScore]
     best_window: int  # index into windows: the routing window that decided the score
     segments: list[Segment] = field(default_factory=list)  # the message's parts (segmented artifacts)
-
-
-def resolve_device(name: str) -> torch.device:
-    """auto -> cuda when available else cpu; cuda without a GPU is a clear error."""
-    choice = (name or "auto").strip().lower()
-    if choice == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if choice == "cpu":
-        return torch.device("cpu")
-    if choice.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise ModelNotReady(f"Device {name!r} was asked for but no CUDA GPU is available.")
-        return torch.device(choice)
-    raise ValueError(f"Unknown device {name!r}: use auto, cpu or cuda.")
 
 
 def log_odds(probability: float) -> float:
@@ -163,6 +161,7 @@ class Scorer:
         token_budget: int = DEFAULT_TOKEN_BUDGET,
         max_chars: int = DEFAULT_MAX_CHARS,
         precision: str = AUTO,
+        overlap: bool | None = None,
     ) -> None:
         path = Path(artifact_dir)
         if not (path / "config.json").is_file():
@@ -189,6 +188,7 @@ class Scorer:
             token_budget=token_budget,
             max_chars=max_chars,
             precision=precision,
+            overlap=overlap,
         )
         self.artifact_dir = path
 
@@ -208,6 +208,7 @@ class Scorer:
         precision: str = AUTO,
         segmented: bool = True,
         units: str = WINDOW_UNITS,
+        overlap: bool | None = None,
     ) -> Scorer:
         """A Scorer over an in-memory model (training uses it to evaluate the way it scores).
         The model is put in eval mode; switch it back to train() yourself."""
@@ -225,6 +226,7 @@ class Scorer:
             token_budget=token_budget,
             max_chars=max_chars,
             precision=precision,
+            overlap=overlap,
         )
         scorer.artifact_dir = None
         return scorer
@@ -252,6 +254,7 @@ class Scorer:
         token_budget: int,
         max_chars: int,
         precision: str,
+        overlap: bool | None = None,
     ) -> None:
         if not getattr(tokenizer, "is_fast", False):
             raise ModelNotReady("The artifact's tokenizer is not a fast tokenizer (no offsets).")
@@ -277,6 +280,9 @@ class Scorer:
         self.token_budget = token_budget
         self.max_chars = max_chars
         self.precision = resolve_precision(precision, device)
+        # Tokenise the next chunk while the device runs this one: on by default where the device
+        # is not the CPU (on a CPU both would compete for the same cores).
+        self.overlap = device.type != "cpu" if overlap is None else bool(overlap)
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self._start_bookkeeping(set())
 
@@ -397,28 +403,66 @@ class Scorer:
     def _probabilities(self, windows: Sequence[tuple[int, ...]], precision: str) -> np.ndarray:
         probabilities = np.empty((len(windows), len(self.labels)), dtype=np.float32)
         lengths = [len(ids) for ids in windows]
+        done: list[tuple[list[int], torch.Tensor]] = []
         with torch.inference_mode(), autocast(self.device, precision):
             for batch in length_sorted_batches(lengths, token_budget=self.token_budget):
-                ids = np.full((len(batch.indices), batch.padded_length), self._pad_id, dtype=np.int64)
-                mask = np.zeros_like(ids)
-                for row, index in enumerate(batch.indices):
-                    ids[row, : lengths[index]] = windows[index]
-                    mask[row, : lengths[index]] = 1
-                logits = self.model(
-                    input_ids=torch.from_numpy(ids).to(self.device),
-                    attention_mask=torch.from_numpy(mask).to(self.device),
-                ).logits
-                probs = torch.softmax(logits.float(), dim=-1).cpu().numpy()
-                probabilities[list(batch.indices)] = probs
+                done.extend(self._forward_fitting(list(batch.indices), windows, lengths))
+        if done:  # one device-to-host copy per call, after every batch was queued
+            rows = [index for indices, _ in done for index in indices]
+            probabilities[rows] = torch.cat([probs for _, probs in done]).cpu().numpy()
         return probabilities
+
+    def _forward_fitting(
+        self, indices: list[int], windows: Sequence[tuple[int, ...]], lengths: Sequence[int]
+    ) -> list[tuple[list[int], torch.Tensor]]:
+        """The class probabilities (on the device) of these windows, run as one batch; a batch the
+        device has no memory for is halved until it fits (module docstring)."""
+        pending, done = [indices], []
+        while pending:
+            part = pending.pop()
+            try:
+                done.append((part, self._forward(part, windows, lengths)))
+            except torch.OutOfMemoryError as exc:
+                if self.device.type == "cuda":
+                    torch.cuda.empty_cache()
+                if len(part) == 1:
+                    raise DeviceOutOfMemory(
+                        f"one window of {lengths[part[0]]} tokens does not fit in {self.device}'s "
+                        f"free memory: {exc}"
+                    ) from exc
+                half = len(part) // 2
+                pending.extend([part[half:], part[:half]])  # first half runs first
+        return done
+
+    def _forward(
+        self, indices: list[int], windows: Sequence[tuple[int, ...]], lengths: Sequence[int]
+    ) -> torch.Tensor:
+        padded_length = max(lengths[index] for index in indices)
+        ids = np.full((len(indices), padded_length), self._pad_id, dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, index in enumerate(indices):
+            ids[row, : lengths[index]] = windows[index]
+            mask[row, : lengths[index]] = 1
+        logits = self.model(input_ids=self._to_device(ids), attention_mask=self._to_device(mask)).logits
+        return torch.softmax(logits.float(), dim=-1)
+
+    def _to_device(self, array: np.ndarray) -> torch.Tensor:
+        tensor = torch.from_numpy(array)
+        if self.device.type == "cuda":  # pinned host memory: the copy does not block the host
+            return tensor.pin_memory().to(self.device, non_blocking=True)
+        return tensor.to(self.device)
 
     # 1 - P(no_claim) is computed as the sum of the claim probabilities: the same number, without
     # float32 cancellation when P(no_claim) is close to 1.
 
     def _run(
-        self, texts: Sequence[str], parts: Sequence[Sequence[Segment]] | None = None
+        self,
+        texts: Sequence[str],
+        parts: Sequence[Sequence[Segment]] | None = None,
+        per_text: list[list[Window]] | None = None,
     ) -> tuple[list[list[Window]], np.ndarray, np.ndarray]:
-        per_text = self.windows(texts, parts)
+        if per_text is None:
+            per_text = self.windows(texts, parts)
         flat = [window for windows in per_text for window in windows]
         probabilities = self.window_probabilities([w.input_ids for w in flat])
         offsets = np.cumsum([0] + [len(windows) for windows in per_text])
@@ -426,12 +470,59 @@ class Scorer:
 
     def score(self, texts: Sequence[str]) -> list[ScoreResult]:
         """Score each text: best-window score, claim type, probabilities and all window scores.
-        Raises ScoringInputError (nothing scored) when any text is refused."""
+        Raises ScoringInputError (nothing returned) when any text is refused."""
         if len(texts) == 0:
             return []
         self._check(texts)  # before segmenting: a refused text may not even be a string
-        parts = self.parts(texts)
-        per_text, probabilities, offsets = self._run(texts, parts)
+        if not self.overlap:
+            return self._score_chunk(texts, self.parts(texts))
+        results: list[ScoreResult] = []
+        for start, chunk, (parts, per_text) in self._prepared_chunks(texts):
+            try:
+                results.extend(self._score_chunk(chunk, parts, per_text))
+            except ScoringInputError as exc:
+                raise ScoringInputError(exc.reason, index=start + (exc.index or 0)) from exc
+        return results
+
+    def _prepared_chunks(self, texts: Sequence[str]) -> Iterator[tuple[int, Sequence[str], tuple]]:
+        """(start, chunk, (parts, windows)) for chunks of about one forward budget of text, each
+        chunk's segmentation and tokenisation running in a thread while the caller runs the one
+        before. A chunk's refusal is raised when the caller reaches it, with its index in texts."""
+        limit = max(1, CHARS_PER_BUDGET_TOKEN * self.token_budget)
+        starts, size = [0], 0
+        for index, text in enumerate(texts):
+            if size and size + len(text) > limit:
+                starts.append(index)
+                size = 0
+            size += len(text)
+        bounds = list(zip(starts, [*starts[1:], len(texts)], strict=True))
+
+        def prepare(first: int, last: int):
+            chunk = texts[first:last]
+            parts = self.parts(chunk)
+            try:
+                return parts, self.windows(chunk, parts)
+            except ScoringInputError as exc:
+                return parts, exc
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="scorer-tokenise") as pool:
+            upcoming = pool.submit(prepare, *bounds[0])
+            for number, (first, last) in enumerate(bounds):
+                prepared = upcoming.result()
+                if number + 1 < len(bounds):
+                    upcoming = pool.submit(prepare, *bounds[number + 1])
+                parts, per_text = prepared
+                if isinstance(per_text, ScoringInputError):
+                    raise ScoringInputError(per_text.reason, index=first + (per_text.index or 0))
+                yield first, texts[first:last], (parts, per_text)
+
+    def _score_chunk(
+        self,
+        texts: Sequence[str],
+        parts: list[list[Segment]],
+        per_text: list[list[Window]] | None = None,
+    ) -> list[ScoreResult]:
+        per_text, probabilities, offsets = self._run(texts, parts, per_text)
         claim_scores = probabilities[:, 1:].sum(axis=1)
         results = []
         for index, windows in enumerate(per_text):

@@ -2,10 +2,11 @@ import time
 
 import numpy as np
 import pytest
+import torch
 
 from scoring.classifier.scorer import Scorer, ScoreResult
 from scoring.constants import CLAIM_TYPE_CODES, CLASS_LABELS
-from scoring.errors import ModelNotReady, ScoringInputError
+from scoring.errors import DeviceOutOfMemory, ModelNotReady, ScoringInputError
 
 NEUTRAL = "The quarterly meeting notes are attached and the agenda covers the office move. "
 TEXTS = [
@@ -172,3 +173,72 @@ def test_the_scorer_runs_on_cpu_in_fp32_without_gradients(tiny_scorer):
     assert tiny_scorer.device == torch.device("cpu")
     assert next(tiny_scorer.model.parameters()).dtype == torch.float32
     assert not tiny_scorer.model.training
+
+
+# --- device memory and overlapped tokenisation (GPU workers; exercised here on the CPU) ---------
+
+
+def _rows_over(limit, original, seen):
+    def forward(*args, **kwargs):
+        rows = kwargs["input_ids"].shape[0]
+        seen.append(rows)
+        if rows > limit:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return original(*args, **kwargs)
+
+    return forward
+
+
+def test_a_batch_that_runs_out_of_device_memory_is_halved_until_it_fits(tiny_scorer, monkeypatch):
+    texts = [f"{NEUTRAL} item {i}: returns are guaranteed" for i in range(12)]
+    expected = tiny_scorer.score(texts)
+    seen: list[int] = []
+    monkeypatch.setattr(tiny_scorer.model, "forward", _rows_over(1, tiny_scorer.model.forward, seen))
+
+    results = tiny_scorer.score(texts)
+
+    assert max(seen) > 1 and 1 in seen  # a real batch failed, and single windows ran
+    assert [r.score for r in results] == pytest.approx([r.score for r in expected], abs=1e-6)
+    assert [r.claim_type for r in results] == [r.claim_type for r in expected]
+
+
+def test_a_window_that_does_not_fit_alone_is_a_retryable_error_not_a_verdict(tiny_scorer, monkeypatch):
+    seen: list[int] = []
+    monkeypatch.setattr(tiny_scorer.model, "forward", _rows_over(0, tiny_scorer.model.forward, seen))
+
+    with pytest.raises(DeviceOutOfMemory, match="does not fit"):
+        tiny_scorer.score(["Your returns are guaranteed."])
+    assert not isinstance(DeviceOutOfMemory("x"), ScoringInputError)
+
+
+def test_overlapped_tokenisation_gives_the_same_results_in_the_same_order(tiny_encoder_dir):
+    options = {"device": "cpu", "window_tokens": 16, "stride": 6, "token_budget": 32, "max_chars": 5000}
+    plain = Scorer(tiny_encoder_dir, overlap=False, **options)
+    overlapped = Scorer(tiny_encoder_dir, overlap=True, **options)
+    texts = TEXTS * 4
+    assert sum(map(len, texts)) > 3 * 4 * 32  # several chunks of about one forward budget
+
+    a, b = plain.score(texts), overlapped.score(texts)
+
+    assert [r.score for r in b] == pytest.approx([r.score for r in a], abs=1e-6)
+    assert [(w.start, w.end) for r in b for w in r.windows] == [
+        (w.start, w.end) for r in a for w in r.windows
+    ]
+    assert Scorer(tiny_encoder_dir, **options).overlap is False  # on a CPU it is off by default
+
+
+def test_overlapped_scoring_names_a_refused_text_by_its_place_in_the_whole_batch(tiny_encoder_dir):
+    scorer = Scorer(
+        tiny_encoder_dir,
+        device="cpu",
+        window_tokens=16,
+        stride=6,
+        token_budget=32,
+        max_chars=5000,
+        overlap=True,
+    )
+    texts = [NEUTRAL * 2] * 6 + ["\u0301\u0301"]  # combining accents only: no token, refused when reached
+
+    with pytest.raises(ScoringInputError) as refused:
+        scorer.score(texts)
+    assert refused.value.index == 6
