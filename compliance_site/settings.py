@@ -318,6 +318,11 @@ CELERY_TASK_PUBLISH_RETRY = False
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_WORKER_TORCH_THREADS = env_int("CELERY_WORKER_TORCH_THREADS", 0, minimum=0)  # 0: torch decides
+# HF tokenizers multi-threaded in each worker child (set at worker_process_init, after the fork;
+# the GPU profile turns it on so tokenisation keeps up with the GPU).
+WORKER_TOKENIZERS_PARALLELISM = env_bool("WORKER_TOKENIZERS_PARALLELISM", False)
+# A worker's device report (scoring.worker) older than this is shown as stale, not as a finding.
+WORKER_REPORT_MAX_AGE_SECONDS = env_int("WORKER_REPORT_MAX_AGE_SECONDS", 7 * 24 * 3600, minimum=60)
 
 # --- Pipeline ----------------------------------------------------------------------------------
 # Messages per scoring task: 256 keeps per-task overhead small on CPU and fills a GPU batch.
@@ -366,6 +371,11 @@ WINDOW_TOKENS = env_int("WINDOW_TOKENS", 128, minimum=16)
 WINDOW_STRIDE = env_int("WINDOW_STRIDE", 64, minimum=1)
 TOKEN_BUDGET = env_int("TOKEN_BUDGET", 8192, minimum=128)
 IG_N_STEPS = env_int("IG_N_STEPS", 32, minimum=2)
+# How IG's work is batched (explanations.attribution), not what it computes: padded tokens per
+# forward pass (rows x length, interpolation steps included) and per group of texts that go
+# through Captum together. The GPU profile raises both (65536 / 16384).
+IG_TOKENS_PER_FORWARD = env_int("IG_TOKENS_PER_FORWARD", 4096, minimum=128)
+IG_TOKENS_PER_CALL = env_int("IG_TOKENS_PER_CALL", 1024, minimum=128)
 # An attribution whose completeness error |delta| exceeds 0.05 is computed again with twice the
 # steps, at most this many times (32 -> 64 -> 128); 0 turns refinement off.
 IG_REFINE_DOUBLINGS = env_int("IG_REFINE_DOUBLINGS", 2, minimum=0)

@@ -78,7 +78,8 @@ DEFAULT_N_STEPS = 32
 # captum's default Gauss-Legendre, 0.241 / 0.028 with the trapezoid rule.
 IG_METHOD = "riemann_middle"
 # Tokens per IG forward pass (rows x padded length, interpolation steps included) and per group
-# of texts that go through Captum together.
+# of texts that go through Captum together: the defaults of the IG_TOKENS_PER_FORWARD and
+# IG_TOKENS_PER_CALL settings (explanations.services.explain.ig_budget).
 IG_TOKENS_PER_FORWARD = 4096
 IG_TOKENS_PER_CALL = 1024
 BASELINE_DESCRIPTION = (

@@ -85,8 +85,10 @@ def run_batched(
     precision: str = AUTO,
     doublings: int = 0,
     progress: bool = False,
+    ig_budget: dict[str, int] | None = None,
 ) -> RunResult:
-    """The project's path, batch by batch as the pipeline's tasks run it."""
+    """The project's path, batch by batch as the pipeline's tasks run it (`ig_budget`: IG's
+    tokens per forward pass and per call; default attribution's)."""
     score_fn = CountingScoreFn(scorer)
     scores, deltas, checks, steps = [], [], [], []
     started = time.perf_counter()
@@ -100,6 +102,7 @@ def run_batched(
             methods=(INTEGRATED_GRADIENTS,),
             attention=False,
             score_fn=score_fn,
+            ig_budget=ig_budget,
         )
         for outcome in outcomes:
             result = outcome.methods[INTEGRATED_GRADIENTS]
@@ -184,16 +187,16 @@ def compare(
     precision: str = AUTO,
     refinement: int = 0,
     progress: bool = False,
+    ig_budget: dict[str, int] | None = None,
 ) -> dict:
     """Both paths on the same messages (after a short warm-up of each); the figures as a dict.
     With `refinement` > 0, a third run: the project's path as the pipeline runs it, unconverged
     attributions refined up to that many doublings (keys refined_*)."""
     warm = list(items[: min(2, len(items))])
-    run_batched(scorer, warm, n_steps=n_steps, batch_size=batch_size, precision=precision)
+    options = {"n_steps": n_steps, "batch_size": batch_size, "precision": precision, "ig_budget": ig_budget}
+    run_batched(scorer, warm, **options)
     run_naive(scorer, warm, n_steps=n_steps)
-    batched = run_batched(
-        scorer, items, n_steps=n_steps, batch_size=batch_size, precision=precision, progress=progress
-    )
+    batched = run_batched(scorer, items, **options, progress=progress)
     naive = run_naive(scorer, items, n_steps=n_steps, progress=progress)
     n = len(items)
     pairs = list(zip(batched.word_scores, naive.word_scores, strict=True))
@@ -204,6 +207,7 @@ def compare(
         "n": n,
         "n_steps": n_steps,
         "batch_size": batch_size,
+        **(ig_budget or {}),
         **hardware(scorer.device),
         "ig_precision": resolve_precision(precision, scorer.device),
         "naive_precision": FLOAT32,
@@ -225,10 +229,7 @@ def compare(
         "pass_rate": float(np.mean([c.passed for c in batched.checks])),
     }
     if refinement:
-        refined = run_batched(
-            scorer, items, n_steps=n_steps, batch_size=batch_size, precision=precision,
-            doublings=refinement, progress=progress,
-        )  # fmt: skip
+        refined = run_batched(scorer, items, **options, doublings=refinement, progress=progress)
         report.update(
             {
                 "refine_doublings": refinement,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,12 +203,14 @@ def explain_messages(
     attention: bool = True,
     seed: int = 0,
     score_fn: Callable[[list[str]], Sequence[float]] | None = None,
+    ig_budget: Mapping[str, int] | None = None,
 ) -> list[MessageOutcome]:
     """Explain every message with every method, batched across messages (module docstring).
-    `n_steps`, `doublings` and `precision`: IG's (attribution.integrated_gradients). `score_fn`
-    defaults to the Scorer's claim scores (attribution.claim_scores)."""
+    `n_steps`, `doublings` and `precision`: IG's (attribution.integrated_gradients); `ig_budget`:
+    its tokens_per_forward / tokens_per_call (defaults: attribution's). `score_fn` defaults to the
+    Scorer's claim scores (attribution.claim_scores)."""
     score_fn = score_fn or score_fn_for(scorer)
-    ig = {"n_steps": n_steps, "doublings": doublings, "precision": precision}
+    ig = {"n_steps": n_steps, "doublings": doublings, "precision": precision, **(ig_budget or {})}
     spans = explained_spans(scorer, items)
     outcomes = [
         MessageOutcome(

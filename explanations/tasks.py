@@ -19,7 +19,9 @@ from django.db import InterfaceError, OperationalError
 def explain_batch(self, message_ids: list[int]) -> dict[str, int]:
     """Explain flagged messages and move them to review (see explanations.services)."""
     from explanations.services import messages_explain_batch
+    from scoring.worker import require_usable_device
 
+    require_usable_device(self)
     return messages_explain_batch(message_ids=message_ids)
 
 
@@ -35,6 +37,8 @@ def explain_batch(self, message_ids: list[int]) -> dict[str, int]:
 def canary_check(self, activation_id: int) -> dict[str, object]:
     """Re-check the explanation canaries after a model activation (idempotent per activation)."""
     from explanations.services import canary_check_for_activation
+    from scoring.worker import require_usable_device
 
+    require_usable_device(self)
     check = canary_check_for_activation(activation_id=activation_id)
     return {"canary_check": check.pk, "error": check.error, "findings": len(check.findings)}

@@ -67,7 +67,7 @@ def _compute(messages: Sequence[Message], scorer_factory) -> dict[int, MessageOu
             for m in group
         ]
         try:
-            results = explain_messages(scorer_factory(version), items, **ig_options())
+            results = explain_messages(scorer_factory(version), items, **ig_options(), ig_budget=ig_budget())
         except DatabaseError:
             raise
         except Exception as exc:  # no model, corrupt artifact, ...: recorded, nothing waits forever
@@ -84,6 +84,16 @@ def ig_options() -> dict[str, Any]:
         "n_steps": settings.IG_N_STEPS,
         "doublings": settings.IG_REFINE_DOUBLINGS,
         "precision": settings.IG_PRECISION,
+    }
+
+
+def ig_budget() -> dict[str, int]:
+    """How IG's work is batched (settings IG_TOKENS_PER_FORWARD, IG_TOKENS_PER_CALL): it changes
+    the speed and the memory used, not the attributions, so it is not part of ig_options (whose
+    values a stored faithfulness report must match)."""
+    return {
+        "tokens_per_forward": settings.IG_TOKENS_PER_FORWARD,
+        "tokens_per_call": settings.IG_TOKENS_PER_CALL,
     }
 
 

@@ -13,6 +13,7 @@ from explanations.bench import compare
 from explanations.corpus import CorpusUnavailable, read_rows
 from explanations.engine import MessageToExplain
 from explanations.evaluation import flagged_rows
+from explanations.services.explain import ig_budget
 from scoring.classifier.loading import get_scorer
 from scoring.errors import ScoringError
 from scoring.models import ModelVersion
@@ -81,6 +82,7 @@ class Command(BaseCommand):
                 precision=precision,
                 refinement=settings.IG_REFINE_DOUBLINGS if refinement else 0,
                 progress=True,
+                ig_budget=ig_budget(),
             ),
         }
         if as_json:
