@@ -1,4 +1,5 @@
-"""/healthz: database, broker, model and pipeline status, each checked for real with a short timeout."""
+"""/healthz: database, broker, model, pipeline and worker-device status, each checked for real with
+a short timeout."""
 
 from __future__ import annotations
 
@@ -70,6 +71,32 @@ def _pipeline() -> dict[str, Any]:
     return report
 
 
+def _workers() -> dict[str, Any]:
+    """What each model worker found about its device at start (scoring.worker): a worker that
+    cannot use its device consumes nothing, so the model queues wait for one that can."""
+    from scoring.selectors import worker_devices
+
+    try:
+        workers = worker_devices()
+    except Exception as exc:
+        return {"ok": False, "error": str(exc)}
+    unusable = [w for w in workers if not w["usable"] and not w["stale"]]
+    report: dict[str, Any] = {"ok": not unusable, "workers": workers}
+    if unusable:
+        report["error"] = "; ".join(
+            f"worker {w['node']} cannot use its device {w['requested']!r} ({w['reason']}): it consumes "
+            f"none of {', '.join(w['queues'])}, and their messages wait for a worker that can"
+            for w in unusable
+        )
+    return report
+
+
 def health_report() -> dict[str, Any]:
-    checks = {"database": _database(), "broker": _broker(), "model": _model(), "pipeline": _pipeline()}
+    checks = {
+        "database": _database(),
+        "broker": _broker(),
+        "model": _model(),
+        "pipeline": _pipeline(),
+        "workers": _workers(),
+    }
     return {"ok": all(c["ok"] for c in checks.values()), "checks": checks}

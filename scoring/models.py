@@ -177,6 +177,31 @@ class ModelComparison(models.Model):
         return f"{self.candidate} vs {self.baseline} ({self.status})"
 
 
+class WorkerDevice(models.Model):
+    """What a Celery worker that computes with the model found when it checked its device at
+    start-up (scoring.worker): one row per worker node, replaced at each start. A worker whose
+    device is not usable consumes nothing; /healthz and the monitoring queue panel show it."""
+
+    node = models.CharField(max_length=255, unique=True)  # celery node name, e.g. gpu0@host
+    queues = models.JSONField(default=list)
+    requested = models.CharField(max_length=32)  # SCORING_DEVICE
+    device = models.CharField(max_length=32, blank=True)  # resolved, e.g. cuda:0
+    usable = models.BooleanField()
+    consuming = models.BooleanField()  # False: the worker cancelled its device queues
+    reason = models.TextField(blank=True)
+    torch_version = models.CharField(max_length=64)
+    cuda_version = models.CharField(max_length=32, blank=True)
+    cuda_available = models.BooleanField(default=False)
+    gpu_name = models.CharField(max_length=255, blank=True)
+    reported_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["node"]
+
+    def __str__(self) -> str:
+        return f"{self.node}: {self.device or self.requested} {'usable' if self.usable else 'NOT usable'}"
+
+
 class Message(models.Model):
     """An ingested message. It is persisted before anything else happens and moves through
     explicit status transitions (scoring.constants.TRANSITIONS), each with its timestamp."""

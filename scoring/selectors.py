@@ -5,9 +5,11 @@ from __future__ import annotations
 import threading
 from datetime import datetime
 
+from django.conf import settings
 from django.db.models import Count, Prefetch, QuerySet
+from django.utils import timezone
 
-from scoring.models import Message, Prediction, Rule, RuleMatch, RuleSet
+from scoring.models import Message, Prediction, Rule, RuleMatch, RuleSet, WorkerDevice
 from scoring.rules import CompiledRules, RuleSpec, compile_rules
 
 
@@ -108,3 +110,27 @@ def messages_for_api_detail(user) -> QuerySet[Message]:
         Prefetch("explanations", queryset=Explanation.objects.select_related("model_version")),
         Prefetch("decisions", queryset=decisions.order_by("sequence")),
     )
+
+
+def worker_devices(*, now=None) -> list[dict]:
+    """Every model worker's last device report (scoring.worker), newest first; a report older
+    than WORKER_REPORT_MAX_AGE_SECONDS is `stale` (the worker may be long gone)."""
+    now = now or timezone.now()
+    return [
+        {
+            "node": w.node,
+            "queues": w.queues,
+            "requested": w.requested,
+            "device": w.device,
+            "gpu_name": w.gpu_name,
+            "usable": w.usable,
+            "consuming": w.consuming,
+            "reason": w.reason,
+            "torch_version": w.torch_version,
+            "cuda_version": w.cuda_version,
+            "cuda_available": w.cuda_available,
+            "reported_at": w.reported_at.isoformat(),
+            "stale": (now - w.reported_at).total_seconds() > settings.WORKER_REPORT_MAX_AGE_SECONDS,
+        }
+        for w in WorkerDevice.objects.order_by("-reported_at")
+    ]

@@ -5,8 +5,7 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
-from celery.signals import worker_process_init
-from django.conf import settings
+from celery.signals import celeryd_after_setup, worker_process_init
 from django.db import InterfaceError, OperationalError
 
 from scoring.errors import ModelNotReady
@@ -17,13 +16,21 @@ logger = logging.getLogger(__name__)
 TRANSIENT = (OperationalError, InterfaceError, ModelNotReady)
 
 
-@worker_process_init.connect
-def _limit_torch_threads(**_: object) -> None:
-    """Runs in each forked worker child; nothing model-related is loaded before the fork."""
-    if settings.CELERY_WORKER_TORCH_THREADS:
-        import torch
+@celeryd_after_setup.connect
+def _check_device_before_consuming(sender: str, instance, **_: object) -> None:
+    """In the worker's parent, before it consumes: a worker that cannot use its device does not
+    take model work (scoring.worker)."""
+    from scoring.worker import check_before_consuming
 
-        torch.set_num_threads(settings.CELERY_WORKER_TORCH_THREADS)
+    check_before_consuming(node=sender, queues=instance.app.amqp.queues)
+
+
+@worker_process_init.connect
+def _start_child(**_: object) -> None:
+    """Runs in each forked worker child; nothing model-related is loaded before the fork."""
+    from scoring.worker import on_child_start
+
+    on_child_start()
 
 
 @shared_task(
@@ -38,30 +45,42 @@ def _limit_torch_threads(**_: object) -> None:
 def score_batch(self, message_ids: list[int]) -> dict[str, int]:
     """Score up to SCORING_BATCH_SIZE messages (gpu queue). Idempotent: see the service."""
     from scoring.services.pipeline import messages_score_batch
+    from scoring.worker import require_usable_device
 
+    require_usable_device(self)
     outcome = messages_score_batch(message_ids=message_ids)
-    return {"scored": outcome.scored, "failed": outcome.failed, "skipped": outcome.skipped}
+    return {
+        "scored": outcome.scored,
+        "failed": outcome.failed,
+        "skipped": outcome.skipped,
+        "deferred": outcome.deferred,
+    }
 
 
 @shared_task(
+    bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
     autoretry_for=(OperationalError, InterfaceError),
     retry_backoff=2,
     max_retries=5,
 )
-def shadow_score_batch(message_ids: list[int], version_id: int) -> int:
+def shadow_score_batch(self, message_ids: list[int], version_id: int) -> int:
     """Score messages with a challenger version in shadow (gpu queue); routes nothing."""
     from scoring.services.shadow import messages_shadow_score
+    from scoring.worker import require_usable_device
 
+    require_usable_device(self)
     return messages_shadow_score(message_ids=message_ids, version_id=version_id)
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True)
-def compare_models(comparison_id: int) -> str:
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True)
+def compare_models(self, comparison_id: int) -> str:
     """Compute a requested model comparison (checks queue: it scores with both versions)."""
     from scoring.services.comparisons import model_comparison_run
+    from scoring.worker import require_usable_device
 
+    require_usable_device(self)
     return model_comparison_run(comparison_id=comparison_id).status
 
 

@@ -1,5 +1,6 @@
 """Queue health: what waits (per status, with the age of the oldest message since it was
-received), live review locks, and decisions per reviewer per day."""
+received), live review locks, the model workers' devices (a worker that cannot use its device
+consumes nothing: scoring.worker), and decisions per reviewer per day."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from monitoring.constants import QUEUE_DAYS, WAITING_STATUSES
 from reviews.models import ReviewDecision, ReviewLock
 from scoring.constants import MessageStatus
 from scoring.models import Message
+from scoring.selectors import worker_devices
 
 
 def queue_health(*, now: datetime | None = None, days: int = QUEUE_DAYS) -> dict:
@@ -51,6 +53,7 @@ def queue_health(*, now: datetime | None = None, days: int = QUEUE_DAYS) -> dict
         "now": now.isoformat(),
         "waiting": waiting,
         "live_locks": ReviewLock.objects.filter(expires_at__gt=now).count(),
+        "workers": worker_devices(now=now),
         "days": days,
         "since": since.date().isoformat(),
         "decisions_per_reviewer_per_day": [

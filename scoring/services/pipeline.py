@@ -20,10 +20,10 @@ from django.utils import timezone
 from compliance_site.db import skip_locked
 from scoring import routing
 from scoring.constants import MessageStatus
-from scoring.errors import ModelNotReady, ScoringInputError
+from scoring.errors import DeviceOutOfMemory, ModelNotReady, ScoringInputError
 from scoring.models import ClaimType, Message, ModelVersion, Prediction, RuleMatch
 from scoring.segmentation import segments_json
-from scoring.services.queueing import messages_enqueue_explanation
+from scoring.services.queueing import messages_enqueue_explanation, messages_retry_scoring
 from scoring.services.transitions import path_fields
 
 logger = logging.getLogger(__name__)
@@ -44,6 +44,7 @@ class BatchOutcome:
     failed: int
     skipped: int
     to_explain: list[int]
+    deferred: int = 0  # left queued for another try (out of device memory), uncharged
 
 
 ScorerFactory = Callable[[ModelVersion], object]
@@ -57,7 +58,8 @@ def _default_scorer(version: ModelVersion):
 
 def _score_isolating_failures(scorer, bodies: list[str]) -> list[object]:
     """Score the batch; if it fails as a whole, score one by one so that one bad message
-    fails alone (its exception is returned in its place)."""
+    fails alone (its exception is returned in its place). A message that does not fit in the
+    device's memory gets its DeviceOutOfMemory in its place: the caller defers it, never fails it."""
     try:
         return list(scorer.score(bodies))
     except Exception as batch_exc:
@@ -83,11 +85,20 @@ def messages_score_batch(
 
     Idempotent: messages no longer in received/queued are skipped. A message the scorer
     refuses is marked failed with the reason without failing the others. Flagged and
-    rule-hit messages are sent to the explanation queue after commit."""
+    rule-hit messages are sent to the explanation queue after commit.
+
+    What is not a message's fault charges no attempt (`_count_attempt`): the model (and its
+    device) is loaded before any attempt is counted, so a worker that cannot load it raises
+    without charging; a message that does not fit in the device's memory even alone is left
+    queued, its attempt given back, and published again for another try (another worker, or
+    this one with more memory free) after commit."""
     from scoring.routing import routing_rule_hits
     from scoring.selectors import active_compiled_rules
 
     version = active_model_version()
+    if not Message.objects.filter(id__in=list(message_ids), status__in=SCORABLE).exists():
+        return BatchOutcome(0, 0, len(message_ids), [])
+    scorer = scorer_factory(version)
     poisoned = _count_attempt(message_ids)
     candidates = list(
         Message.objects.filter(id__in=list(message_ids), status__in=SCORABLE).only(
@@ -97,7 +108,6 @@ def messages_score_batch(
     if not candidates:
         return BatchOutcome(0, poisoned, len(message_ids) - poisoned, [])
 
-    scorer = scorer_factory(version)
     started = time.perf_counter()
     results = _score_isolating_failures(scorer, [m.body for m in candidates])
     per_message_ms = (time.perf_counter() - started) * 1000.0 / len(candidates)
@@ -116,6 +126,7 @@ def messages_score_batch(
 
     scored = failed = 0
     to_explain: list[int] = []
+    deferred = [m.pk for m, r in zip(candidates, results, strict=True) if isinstance(r, DeviceOutOfMemory)]
     now = timezone.now()
     with transaction.atomic():
         mine = _lock_scorable(list(by_id))
@@ -139,6 +150,8 @@ def messages_score_batch(
 
         for message in mine:
             _, result = by_id[message.pk]
+            if isinstance(result, DeviceOutOfMemory):
+                continue  # stays queued (below)
             if isinstance(result, Exception):
                 reason = (
                     str(result) if isinstance(result, ScoringInputError) else f"scoring error: {result!r}"
@@ -196,14 +209,18 @@ def messages_score_batch(
         if to_explain:
             ids = list(to_explain)
             transaction.on_commit(lambda: messages_enqueue_explanation(message_ids=ids))
+        if deferred:
+            _give_back_attempt(deferred)
+            logger.warning("%d messages did not fit in device memory; published again", len(deferred))
+            transaction.on_commit(lambda: messages_retry_scoring(message_ids=deferred))
         scored_ids = [m.pk for m in updates if m.status != MessageStatus.FAILED]
         if scored_ids and ModelVersion.objects.filter(is_shadow=True).exists():
             from scoring.services.shadow import messages_enqueue_shadow
 
             # After routing has committed: a challenger never delays the active model's work.
             transaction.on_commit(lambda: messages_enqueue_shadow(message_ids=scored_ids))
-    skipped = len(message_ids) - scored - failed - poisoned
-    return BatchOutcome(scored, failed + poisoned, skipped, to_explain)
+    skipped = len(message_ids) - scored - failed - poisoned - len(deferred)
+    return BatchOutcome(scored, failed + poisoned, skipped, to_explain, deferred=len(deferred))
 
 
 def _move(message: Message, path: list[str], now) -> None:
@@ -236,6 +253,15 @@ def _count_attempt(message_ids: Sequence[int]) -> int:
         )
         Message.objects.filter(id__in=ids, status__in=SCORABLE).update(attempts=F("attempts") + 1)
     return poisoned
+
+
+def _give_back_attempt(message_ids: Sequence[int]) -> None:
+    """Undo `_count_attempt` for messages whose try ended without a crash or a verdict."""
+    from django.db.models import F
+
+    Message.objects.filter(id__in=list(message_ids), status__in=SCORABLE, attempts__gt=0).update(
+        attempts=F("attempts") - 1
+    )
 
 
 def prediction_from_result(

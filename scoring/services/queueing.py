@@ -88,6 +88,32 @@ def messages_enqueue_scoring(*, message_ids: Sequence[int]) -> int:
     return published
 
 
+# A message that did not fit in a worker's device memory is published again after this long.
+RETRY_SCORING_COUNTDOWN_S = 30
+
+
+def messages_retry_scoring(*, message_ids: Sequence[int]) -> int:
+    """Publish scoring again for `queued` messages whose try ended without a verdict (out of
+    device memory), RETRY_SCORING_COUNTDOWN_S from now, so that any worker may take them. When the
+    broker is down nothing is published: the sweeper re-enqueues queued messages later. Returns
+    how many were published."""
+    from scoring.tasks import score_batch
+
+    waiting = Message.objects.filter(id__in=list(message_ids), status=MessageStatus.QUEUED)
+    ids = list(waiting.values_list("id", flat=True))
+    published = 0
+    for chunk in chunks(ids, settings.SCORING_BATCH_SIZE):
+        try:
+            score_batch.apply_async(
+                args=[chunk], queue=settings.SCORING_QUEUE, countdown=RETRY_SCORING_COUNTDOWN_S, retry=False
+            )
+        except Exception as exc:  # kombu/redis raise several types; all mean "not published"
+            logger.warning("broker unavailable, %d messages wait for the sweeper: %s", len(chunk), exc)
+            break
+        published += len(chunk)
+    return published
+
+
 def messages_gather(*, limit: int = 20_000) -> int:
     """Queue every message waiting in `received` (single POSTs, and anything whose publish
     failed), oldest first, in batches of up to SCORING_BATCH_SIZE. Returns how many were

@@ -440,6 +440,21 @@
   function drawQueue(data) {
     table("queue-waiting", "Waiting messages (" + data.live_locks + " claimed by a reviewer now)", ["status", "messages", "oldest received", "age of the oldest"],
       data.waiting.map(function (w) { return [w.label, { text: w.messages, num: true }, w.oldest_received_at || "", age(w.oldest_age_seconds)]; }));
+    var workers = data.workers || [];
+    var blocked = workers.filter(function (w) { return !w.usable && !w.stale; });
+    table("queue-workers",
+      blocked.length
+        ? "Model workers: " + blocked.length + " cannot use its device and consume nothing; the gpu queue waits for one that can"
+        : "Model workers (the device each found at start)",
+      ["worker", "device", "state", "queues", "torch / CUDA", "reported"],
+      workers.map(function (w) {
+        var state = w.usable ? "usable" : "NOT usable: " + w.reason;
+        if (w.stale) {
+          state += " (stale report)";
+        }
+        return [w.node, (w.gpu_name || w.device || w.requested), state, w.queues.join(", "),
+          w.torch_version + " / " + (w.cuda_version || "CPU build"), w.reported_at];
+      }));
     var reviewers = {};
     data.decisions_per_reviewer_per_day.forEach(function (r) {
       (reviewers[r.reviewer] = reviewers[r.reviewer] || { x: [], y: [] });

@@ -9,12 +9,14 @@ from __future__ import annotations
 import time
 
 import pytest
+import redis
+import torch
 from django.db.models import Count
 from django.test import override_settings
 from rest_framework.test import APIClient
 
 from scoring.constants import MessageStatus
-from scoring.models import Message, Prediction
+from scoring.models import Message, Prediction, WorkerDevice
 from scoring.services.queueing import messages_sweep
 from tests.conftest import require_or_skip
 from tests.factories import UserFactory
@@ -112,6 +114,37 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_scores_nothing_twice(api, r
         second.stop()
 
     assert_exactly_one_prediction_each(ids)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a host without a usable GPU")
+def test_a_worker_that_cannot_use_its_gpu_takes_nothing_and_a_worker_that_can_scores_it_all(
+    api, redis_server, client
+):
+    blind = CeleryWorker(broker_url=redis_server.url(), name="no-gpu", SCORING_DEVICE="cuda").start()
+    try:
+        with broker(redis_server.url()):
+            ids = bulk(api, 0, 40, prefix="nogpu")
+        wait_until(lambda: WorkerDevice.objects.filter(node__startswith="no-gpu").exists(), timeout=30)
+        time.sleep(3)  # time enough to take work, were it consuming the gpu queue
+        report = WorkerDevice.objects.get(node__startswith="no-gpu")
+        assert not report.usable and not report.consuming and "no CUDA GPU" in report.reason
+        assert Message.objects.filter(id__in=ids, status=MessageStatus.QUEUED, attempts=0).count() == 40
+        assert redis.Redis.from_url(redis_server.url()).llen("gpu") >= 1, (
+            "the scoring tasks wait on the broker"
+        )
+        assert "cuda.is_available()=False" in blind.log() and "will NOT consume" in blind.log()
+        health = client.get("/healthz").json()["checks"]["workers"]
+        assert health["ok"] is False and report.node in health["error"]
+    finally:
+        blind.stop()
+
+    able = CeleryWorker(broker_url=redis_server.url(), name="with-device").start()
+    try:
+        wait_until(lambda: scored_count(ids) == 40, timeout=120, what="the waiting messages scored")
+    finally:
+        able.stop()
+    assert_exactly_one_prediction_each(ids)
+    assert set(Message.objects.filter(id__in=ids).values_list("attempts", flat=True)) == {1}
 
 
 def test_ingestion_while_redis_is_down_is_accepted_and_scored_once_redis_is_back(api, redis_server):

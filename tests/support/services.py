@@ -75,11 +75,13 @@ class RedisServer:
 
 
 class CeleryWorker(WorkerProcess):
-    """A real worker on the test database, logging under test-artifacts/logs/."""
+    """A real worker on the test database, logging under test-artifacts/logs/. It computes on
+    the CPU unless SCORING_DEVICE is given (so it starts without probing for a GPU)."""
 
     def __init__(
         self, *, broker_url: str, queues: str = "gpu,default", name: str = "worker", **env: str
     ) -> None:
+        env.setdefault("SCORING_DEVICE", "cpu")
         super().__init__(broker_url=broker_url, queues=queues, name=name, log_dir=LOG_DIR, **env)
 
 

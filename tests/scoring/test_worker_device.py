@@ -1,0 +1,181 @@
+"""A worker that cannot use its device (SCORING_DEVICE=cuda on a host without a usable GPU)
+takes no model work and charges no message; a message that does not fit in device memory is
+deferred, never failed (scoring.worker, scoring.services.pipeline)."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+from unittest import mock
+
+import pytest
+import torch
+from celery.exceptions import Reject
+from django.core.management import CommandError, call_command
+from django.test import override_settings
+from django.utils import timezone
+
+from scoring.classifier.device_check import probe, probe_in_subprocess
+from scoring.classifier.loading import get_scorer
+from scoring.constants import MessageStatus
+from scoring.errors import DeviceOutOfMemory, ModelNotReady
+from scoring.models import Message, Prediction, WorkerDevice
+from scoring.services.pipeline import messages_score_batch
+from scoring.worker import _child_reports, check_before_consuming, require_usable_device
+from tests.factories import MessageFactory
+
+NEUTRAL = "Lunch is at noon in the main meeting room, see you there."
+NO_GPU = not torch.cuda.is_available()
+
+
+def queued(body: str, **fields) -> Message:
+    return MessageFactory(body=body, status=MessageStatus.QUEUED, queued_at=timezone.now(), **fields)
+
+
+@pytest.mark.skipif(not NO_GPU, reason="needs a host without a usable GPU")
+def test_the_probe_says_why_cuda_is_not_usable_and_what_torch_sees():
+    report = probe("cuda")
+    assert not report.usable and "no CUDA GPU" in report.reason
+    assert report.torch_version == torch.__version__ and report.cuda_available is False
+    isolated = probe_in_subprocess("cuda")
+    assert isolated == report
+    assert probe("cpu").usable and probe("cpu").device == "cpu"
+
+
+@pytest.mark.django_db
+def test_a_worker_whose_model_cannot_load_charges_no_attempt(tiny_model_version):
+    message = queued(NEUTRAL)
+
+    def no_device(version):
+        raise ModelNotReady("Device 'cuda' was asked for but no CUDA GPU is available.")
+
+    for _ in range(6):  # more tries than MAX_ATTEMPTS: still nothing charged, nothing failed
+        with pytest.raises(ModelNotReady):
+            messages_score_batch(message_ids=[message.pk], scorer_factory=no_device)
+
+    message.refresh_from_db()
+    assert message.status == MessageStatus.QUEUED and message.attempts == 0
+
+
+@pytest.mark.django_db
+def test_a_message_that_does_not_fit_in_device_memory_is_deferred_uncharged(
+    tiny_model_version, django_capture_on_commit_callbacks
+):
+    big, small = queued(NEUTRAL + " (the long one)"), queued(NEUTRAL)
+    scorer = get_scorer(tiny_model_version)
+
+    class Tight:
+        segmented = scorer.segmented
+
+        def score(self, bodies):
+            if any("long one" in body for body in bodies):
+                raise DeviceOutOfMemory("one window of 128 tokens does not fit in cuda:0's free memory")
+            return scorer.score(bodies)
+
+    with (
+        mock.patch("scoring.services.pipeline.messages_enqueue_explanation"),
+        mock.patch("scoring.tasks.score_batch.apply_async") as publish,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        outcome = messages_score_batch(message_ids=[big.pk, small.pk], scorer_factory=lambda v: Tight())
+
+    big.refresh_from_db()
+    small.refresh_from_db()
+    assert (outcome.scored, outcome.failed, outcome.deferred) == (1, 0, 1)
+    assert big.status == MessageStatus.QUEUED and big.attempts == 0 and big.status_reason == ""
+    assert not Prediction.objects.filter(message=big).exists()
+    assert small.status != MessageStatus.QUEUED
+    (call,) = publish.call_args_list
+    assert call.kwargs["args"] == [[big.pk]] and call.kwargs["countdown"] > 0  # any worker may take it
+
+
+class _Queues(dict):
+    """The part of kombu's queue registry the check uses."""
+
+    def __init__(self, names):
+        super().__init__({name: object() for name in names})
+        self.consume_from = dict(self)
+        self.deselected: list[str] = []
+
+    def deselect(self, name):
+        self.deselected.append(name)
+        self.consume_from.pop(name, None)
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(not NO_GPU, reason="needs a host without a usable GPU")
+def test_a_worker_that_cannot_use_its_device_does_not_consume_the_model_queues():
+    queues = _Queues(["gpu", "checks", "default"])
+
+    with override_settings(SCORING_DEVICE="cuda"):
+        report = check_before_consuming(node="gpu0@host-a", queues=queues)
+
+    assert not report.usable
+    assert sorted(queues.deselected) == ["checks", "gpu"] and list(queues.consume_from) == ["default"]
+    row = WorkerDevice.objects.get(node="gpu0@host-a")
+    assert not row.usable and not row.consuming and "no CUDA GPU" in row.reason
+    assert row.torch_version == torch.__version__ and row.queues == ["checks", "default", "gpu"]
+
+
+@pytest.mark.django_db
+def test_a_cpu_worker_consumes_and_a_worker_without_model_queues_is_not_probed():
+    queues = _Queues(["gpu", "default"])
+    with override_settings(SCORING_DEVICE="cpu"):
+        assert check_before_consuming(node="w@host", queues=queues).usable
+    assert queues.deselected == [] and WorkerDevice.objects.get(node="w@host").consuming
+    assert check_before_consuming(node="d@host", queues=_Queues(["default"])) is None
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(not NO_GPU, reason="needs a host without a usable GPU")
+def test_a_model_task_in_a_child_without_its_device_goes_back_to_the_queue(monkeypatch):
+    cancelled = []
+    task = SimpleNamespace(
+        name="scoring.tasks.score_batch",
+        request=SimpleNamespace(hostname="gpu0@host-b"),
+        app=SimpleNamespace(
+            control=SimpleNamespace(cancel_consumer=lambda q, destination: cancelled.append((q, destination)))
+        ),
+    )
+    monkeypatch.setattr("scoring.worker._child_reports", {})
+
+    with override_settings(SCORING_DEVICE="cuda"), pytest.raises(Reject) as rejected:
+        require_usable_device(task)
+
+    assert rejected.value.requeue is True and "cannot use its device" in str(rejected.value.reason)
+    assert ("gpu", ["gpu0@host-b"]) in cancelled and ("checks", ["gpu0@host-b"]) in cancelled
+    assert not WorkerDevice.objects.get(node="gpu0@host-b").consuming
+    with override_settings(SCORING_DEVICE="cpu"):
+        require_usable_device(task)  # a usable device: nothing happens
+
+
+@pytest.mark.django_db
+def test_healthz_and_the_worker_health_check_name_the_worker_that_cannot_use_its_device(client):
+    import socket
+
+    host = socket.gethostname()
+    common = {"requested": "cuda", "torch_version": torch.__version__, "queues": ["gpu"]}
+    WorkerDevice.objects.create(node=f"gpu0@{host}", usable=True, consuming=True, device="cuda:0",
+                                reported_at=timezone.now(), **common)  # fmt: skip
+    call_command("worker_health", node=f"gpu0@{host}")
+
+    WorkerDevice.objects.create(node=f"gpu1@{host}", usable=False, consuming=False, reason="no CUDA GPU",
+                                reported_at=timezone.now(), **common)  # fmt: skip
+    body = client.get("/healthz").json()
+    workers = body["checks"]["workers"]
+    assert body["ok"] is False and workers["ok"] is False and f"gpu1@{host}" in workers["error"]
+    with pytest.raises(CommandError, match="cannot use its device"):
+        call_command("worker_health")
+    with pytest.raises(CommandError, match="no device report"):
+        call_command("worker_health", node="gpu9@elsewhere")
+
+    with override_settings(WORKER_REPORT_MAX_AGE_SECONDS=60):
+        WorkerDevice.objects.filter(node=f"gpu1@{host}").update(
+            reported_at=timezone.now() - timezone.timedelta(hours=1)
+        )
+        assert client.get("/healthz").json()["checks"]["workers"]["ok"] is True  # a stale report
+
+
+def test_the_child_report_cache_starts_empty():
+    assert isinstance(_child_reports, dict)
+    assert json.dumps(probe("cpu").as_dict())
