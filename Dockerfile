@@ -2,11 +2,14 @@
 # build, so the same image runs the GPU worker on a machine with the NVIDIA container runtime.
 FROM python:3.11-slim
 
+# MODELS_DIR is the mount path of the compose `models` volume (docker-compose.yml): the setting
+# and the mount name the same folder, so what training saves is what every worker loads.
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
-    CLAIMWATCH_VAR_DIR=/app/var
+    CLAIMWATCH_VAR_DIR=/app/var \
+    MODELS_DIR=/app/var/models
 
 RUN apt-get update \
     && apt-get install -y --no-install-recommends libpq5 \
@@ -17,9 +20,13 @@ COPY requirements.txt ./
 RUN pip install --no-cache-dir -r requirements.txt
 
 COPY . .
-RUN useradd --create-home --uid 1000 claimwatch \
-    && mkdir -p /app/var \
-    && chown -R claimwatch /app/var
+# Every folder the app writes to under var/ (.dockerignore keeps the host's out) exists in the
+# image, owned by the app user. A named volume mounted on a folder the image has starts with that
+# folder's owner; one mounted on a path the image lacks is created root-owned, and training then
+# dies with PermissionError when it stages the artifact.
+RUN useradd --create-home --uid 1000 --user-group claimwatch \
+    && mkdir -p /app/var/models /app/var/staticfiles /app/var/broker /app/var/logs \
+    && chown -R claimwatch:claimwatch /app/var
 USER claimwatch
 
 # collectstatic needs a key to import settings; this throwaway one never serves a request.

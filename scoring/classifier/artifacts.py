@@ -17,6 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 from scoring.errors import ArtifactError
@@ -88,6 +90,17 @@ def read_eval_rows(artifact_dir: str | Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def _make_group_readable(paths: Iterable[Path]) -> None:
+    """g+r on every file and g+rx on every folder of `paths`, whatever the umask: save_pretrained
+    writes model.safetensors owner-only, and a worker running as another user of the app's group
+    must still read the artifact."""
+    for path in paths:
+        if path.is_symlink():
+            continue
+        extra = stat.S_IRGRP | stat.S_IXGRP if path.is_dir() else stat.S_IRGRP
+        path.chmod(stat.S_IMODE(path.stat().st_mode) | extra)
+
+
 def save_artifact(
     out_dir: str | Path,
     *,
@@ -99,14 +112,17 @@ def save_artifact(
 ) -> str:
     """Write the artifact into `out_dir` (which must not exist yet) and return its sha256.
     Files are written to a temporary sibling folder first and renamed at the end, so a crash
-    never leaves a half-written artifact under the final name."""
+    never leaves a half-written artifact under the final name. Every file is group-readable and
+    every folder (the models folder too, when this creates it) group-searchable."""
     target = Path(out_dir)
     if target.exists():
         raise ArtifactError(f"{target} already exists: a version's artifact is never overwritten.")
     staging = target.with_name(f".{target.name}.partial")
     if staging.exists():
         shutil.rmtree(staging)
+    created_parents = [parent for parent in staging.parents if not parent.exists()]
     staging.mkdir(parents=True)
+    _make_group_readable(created_parents)
     try:
         model.save_pretrained(staging, safe_serialization=True)
         tokenizer.save_pretrained(staging)
@@ -114,6 +130,7 @@ def save_artifact(
         (staging / METRICS_NAME).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
         (staging / EVAL_SCORES_NAME).write_text("".join(json.dumps(row) + "\n" for row in eval_rows))
         (staging / MODEL_CARD_NAME).write_text(model_card(manifest, metrics))
+        _make_group_readable([staging, *staging.rglob("*")])
         staging.rename(target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
