@@ -70,6 +70,7 @@ from captum.attr import LayerIntegratedGradients
 from explanations.faithfulness import Word, converged, delete_words, split_words
 from scoring.classifier.precision import AUTO, BFLOAT16, FLOAT32, PRECISIONS, resolve_precision
 from scoring.classifier.windows import Window, length_sorted_batches, make_windows
+from scoring.errors import DeviceOutOfMemory
 
 DEFAULT_N_STEPS = 32
 # Captum's quadrature along the path: the midpoint rule. Measured on 12 flagged corpus messages
@@ -382,29 +383,55 @@ def integrated_gradients_tokens(
     lengths = [len(e.input_ids) for e in encoded]
     with frozen_weights(model), torch.enable_grad():
         for batch in length_sorted_batches(lengths, token_budget=max(tokens_per_call, max(lengths))):
-            group = [encoded[i] for i in batch.indices]
-            ids, mask = padded([e.input_ids for e in group], pad_id, device)
-            special = torch.zeros_like(ids, dtype=torch.bool)
-            for row, e in enumerate(group):
-                special[row, : len(e.special)] = torch.tensor(e.special)
-            baseline = ig_baseline(ids, special | (mask == 0), pad_id)
-            rows_per_forward = max(len(group), tokens_per_forward // ids.shape[1])
-            attributions = lig.attribute(
-                ids,
-                baselines=baseline,
-                additional_forward_args=(mask,),
-                n_steps=n_steps,
-                method=IG_METHOD,
-                internal_batch_size=rows_per_forward,
-            )
-            token_scores = attributions.detach().float().sum(dim=-1).cpu().numpy()
-            with torch.no_grad():
-                ends = claim_probability(model, torch.cat([ids, baseline]), torch.cat([mask, mask]))
-            ends = ends.float().cpu().numpy()
-            for row, index in enumerate(batch.indices):
-                n = lengths[index]
-                results[index] = (token_scores[row, :n], float(ends[row]), float(ends[len(group) + row]))
+            # Out of device memory: fewer rows per forward pass, then half the group, until one
+            # sequence at one row per pass; that still not fitting is DeviceOutOfMemory (retryable).
+            pending = [(list(batch.indices), None)]
+            while pending:
+                indices, rows = pending.pop()
+                group = [encoded[i] for i in indices]
+                ids, mask = padded([e.input_ids for e in group], pad_id, device)
+                rows = rows or max(len(group), tokens_per_forward // ids.shape[1])
+                try:
+                    computed = _group_attributions(lig, model, group, ids, mask, pad_id, n_steps, rows)
+                except torch.OutOfMemoryError as exc:
+                    if torch.device(device).type == "cuda":
+                        torch.cuda.empty_cache()
+                    if rows > len(group):
+                        pending.append((indices, max(len(group), rows // 2)))
+                    elif len(indices) > 1:
+                        half = len(indices) // 2
+                        pending += [(indices[half:], None), (indices[:half], None)]
+                    else:
+                        raise DeviceOutOfMemory(
+                            f"Integrated Gradients of one text of {lengths[indices[0]]} tokens does "
+                            f"not fit in {device}'s free memory: {exc}"
+                        ) from exc
+                    continue
+                for row, index in enumerate(indices):
+                    scores, end, start = computed[row]
+                    results[index] = (scores[: lengths[index]], end, start)
     return results  # type: ignore[return-value]
+
+
+def _group_attributions(lig, model, group, ids, mask, pad_id: int, n_steps: int, rows_per_forward: int):
+    """(token scores, F(x), F(baseline)) of each padded row of one group, through Captum."""
+    special = torch.zeros_like(ids, dtype=torch.bool)
+    for row, e in enumerate(group):
+        special[row, : len(e.special)] = torch.tensor(e.special)
+    baseline = ig_baseline(ids, special | (mask == 0), pad_id)
+    attributions = lig.attribute(
+        ids,
+        baselines=baseline,
+        additional_forward_args=(mask,),
+        n_steps=n_steps,
+        method=IG_METHOD,
+        internal_batch_size=rows_per_forward,
+    )
+    token_scores = attributions.detach().float().sum(dim=-1).cpu().numpy()
+    with torch.no_grad():
+        ends = claim_probability(model, torch.cat([ids, baseline]), torch.cat([mask, mask]))
+    ends = ends.float().cpu().numpy()
+    return [(token_scores[row], float(ends[row]), float(ends[len(group) + row])) for row in range(len(group))]
 
 
 def integrated_gradients(

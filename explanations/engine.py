@@ -37,6 +37,7 @@ from explanations.faithfulness import (
     rule_agreement,
 )
 from explanations.model_attention import AttentionMaps, attention_maps
+from scoring.errors import DeviceOutOfMemory
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +83,9 @@ class MessageOutcome:
     methods: dict[str, MethodOutcome]
     attention: AttentionMaps | None = None
     attention_failure: str = ""
+    # The device had no memory for this message even alone: not a failure of the message; the
+    # caller leaves it for another try (explanations.services.explain).
+    out_of_memory: bool = False
 
 
 def words_json(span: ExplainedSpan, scores: Sequence[float]) -> list[dict[str, Any]]:
@@ -230,6 +234,7 @@ def explain_messages(
             outcome.compute_ms = per_message_ms
             if isinstance(result, BaseException):
                 outcome.failure = f"{method} failed: {_reason(result)}"
+                outcomes[i].out_of_memory |= isinstance(result, DeviceOutOfMemory)
                 continue
             attribution, check = result
             span = spans[i]
@@ -248,6 +253,7 @@ def explain_messages(
         for i, result in zip(ready, maps, strict=True):
             if isinstance(result, BaseException):
                 outcomes[i].attention_failure = _reason(result)
+                outcomes[i].out_of_memory |= isinstance(result, DeviceOutOfMemory)
             else:
                 outcomes[i].attention = result
     return outcomes

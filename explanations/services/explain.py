@@ -19,9 +19,13 @@ from explanations.model_attention import AttentionMaps
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationStatus
 from scoring.constants import MessageStatus
 from scoring.models import Message, ModelVersion
+from scoring.services.queueing import messages_enqueue_explanation
 from scoring.services.transitions import messages_transition
 
 logger = logging.getLogger(__name__)
+
+# A message the device had no memory for is published for explanation again after this long.
+RETRY_EXPLAIN_COUNTDOWN_S = 30
 
 
 def encode_array(array: np.ndarray) -> bytes:
@@ -165,7 +169,9 @@ def messages_explain_batch(*, message_ids: Sequence[int], scorer_factory=_defaul
     gets Explanation rows with status=failed and the reason, and still reaches in_review
     (directly from scored, with the reason in status_reason): nothing waits forever. A message
     with at least one computed explanation goes scored -> explained -> in_review. Database
-    errors propagate, so that the task retries."""
+    errors propagate, so that the task retries. A message the device had no memory for, even
+    alone, is no failure: nothing is written for it, it stays `scored` and is published again
+    RETRY_EXPLAIN_COUNTDOWN_S later, for any worker (the sweeper too republishes it)."""
     ids = sorted({int(i) for i in message_ids})
     messages = list(
         Message.objects.filter(id__in=ids, status=MessageStatus.SCORED)
@@ -186,8 +192,9 @@ def messages_explain_batch(*, message_ids: Sequence[int], scorer_factory=_defaul
             )
         )
         rows, attention_rows, ok_ids, failed_ids = [], [], [], {}
+        deferred = [m.pk for m in messages if m.pk in mine and outcomes[m.pk].out_of_memory]
         for message in messages:
-            if message.pk not in mine:
+            if message.pk not in mine or message.pk in deferred:
                 continue
             outcome = outcomes[message.pk]
             prediction_id = message.routing_prediction_id
@@ -224,4 +231,12 @@ def messages_explain_batch(*, message_ids: Sequence[int], scorer_factory=_defaul
                 to_status=MessageStatus.IN_REVIEW,
                 reason="explanation failed: the message has no routing prediction to explain",
             )
-    return {"explained": explained, "failed": failed, "skipped": len(ids) - explained - failed}
+        if deferred:
+            logger.warning("%d messages did not fit in device memory; explained later", len(deferred))
+            transaction.on_commit(
+                lambda: messages_enqueue_explanation(
+                    message_ids=deferred, countdown=RETRY_EXPLAIN_COUNTDOWN_S
+                )
+            )
+    skipped = len(ids) - explained - failed - len(deferred)
+    return {"explained": explained, "failed": failed, "deferred": len(deferred), "skipped": skipped}

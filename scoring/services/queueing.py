@@ -210,15 +210,18 @@ def _sweep_explanations(*, stuck_before, limit: int) -> int:
     return messages_enqueue_explanation(message_ids=waiting)
 
 
-def messages_enqueue_explanation(*, message_ids: Sequence[int]) -> int:
-    """Publish explanation tasks in batches of EXPLAIN_BATCH_SIZE; a failed publish is left to
-    the sweeper (the messages stay `scored`)."""
+def messages_enqueue_explanation(*, message_ids: Sequence[int], countdown: float | None = None) -> int:
+    """Publish explanation tasks in batches of EXPLAIN_BATCH_SIZE (`countdown` seconds from now:
+    another try of messages the device had no memory for); a failed publish is left to the
+    sweeper (the messages stay `scored`)."""
     from explanations.tasks import explain_batch
 
     published = 0
     for chunk in chunks(list(message_ids), settings.EXPLAIN_BATCH_SIZE):
         try:
-            explain_batch.apply_async(args=[chunk], queue=settings.EXPLAIN_QUEUE, retry=False)
+            explain_batch.apply_async(
+                args=[chunk], queue=settings.EXPLAIN_QUEUE, retry=False, countdown=countdown
+            )
         except Exception as exc:
             logger.warning("broker unavailable, %d explanations wait for the sweeper: %s", len(chunk), exc)
             break

@@ -25,6 +25,7 @@ from explanations.attribution import (
 from explanations.engine import MessageToExplain, explained_spans
 from explanations.faithfulness import IG_DELTA_TOLERANCE, CheckInput, batch_faithfulness_checks, split_words
 from explanations.model_attention import attention_maps
+from scoring.errors import DeviceOutOfMemory
 
 CLAIM = "Your returns are guaranteed at 8 percent every year, so sign today."
 NEUTRAL = "The meeting notes from the quarterly review are attached for the whole team to read. "
@@ -329,3 +330,40 @@ def test_attention_maps_restore_the_scoring_attention_implementation(tiny_scorer
     before = tiny_scorer.model.config._attn_implementation
     attention_maps(tiny_scorer, [whole(CLAIM)])
     assert tiny_scorer.model.config._attn_implementation == before
+
+
+def test_out_of_device_memory_ig_uses_smaller_passes_and_groups_with_the_same_attributions(
+    tiny_scorer, monkeypatch
+):
+    spans = [whole(CLAIM), whole("Guaranteed delivery, fast."), whole(NEUTRAL + "It will double by March.")]
+    expected = integrated_gradients(tiny_scorer, spans, n_steps=8, precision=FLOAT32)
+    model = tiny_scorer.model
+    original = model.forward
+    widest = []
+
+    def forward(*args, **kwargs):
+        rows = kwargs["input_ids"].shape[0] if "input_ids" in kwargs else args[0].shape[0]
+        if torch.is_grad_enabled() and rows > 8:  # IG's passes only; F(x), F(baseline) fit
+            widest.append(rows)
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", forward)
+    got = integrated_gradients(tiny_scorer, spans, n_steps=8, precision=FLOAT32)
+
+    assert widest, "a pass was too big and was made smaller"
+    for a, b in zip(got, expected, strict=True):
+        np.testing.assert_allclose(a.scores, b.scores, atol=2e-5)
+
+
+def test_ig_of_a_text_that_never_fits_is_a_retryable_out_of_memory_error(tiny_scorer, monkeypatch):
+    original = tiny_scorer.model.forward
+
+    def forward(*args, **kwargs):
+        if torch.is_grad_enabled():
+            raise torch.OutOfMemoryError("CUDA out of memory.")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(tiny_scorer.model, "forward", forward)
+    with pytest.raises(DeviceOutOfMemory, match="does not fit"):
+        integrated_gradients(tiny_scorer, [whole(CLAIM)], n_steps=4, precision=FLOAT32)

@@ -8,6 +8,7 @@ from django.db import OperationalError
 from rest_framework.test import APIClient
 
 import explanations.engine as engine
+import explanations.services.explain as explanations_services_explain
 from explanations.attribution import resolve_precision
 from explanations.faithfulness import IG_DELTA_TOLERANCE, PASS_RULE
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationMethod, ExplanationStatus
@@ -56,7 +57,7 @@ def test_a_flagged_message_is_explained_checked_and_moved_to_review(tiny_model_v
     # when
     outcome = messages_explain_batch(message_ids=[message.pk])
     # then
-    assert outcome == {"explained": 1, "failed": 0, "skipped": 0}
+    assert outcome == {"explained": 1, "failed": 0, "deferred": 0, "skipped": 0}
     message.refresh_from_db()
     assert message.status == MessageStatus.IN_REVIEW
     assert message.explained_at is not None and message.in_review_at >= message.explained_at
@@ -100,7 +101,7 @@ def test_explaining_the_same_messages_again_changes_nothing(tiny_model_version):
     rows = list(Explanation.objects.order_by("id").values_list("id", "method", "comprehensiveness"))
     second = messages_explain_batch(message_ids=ids)
     assert first["explained"] == 3
-    assert second == {"explained": 0, "failed": 0, "skipped": 3}
+    assert second == {"explained": 0, "failed": 0, "deferred": 0, "skipped": 3}
     assert list(Explanation.objects.order_by("id").values_list("id", "method", "comprehensiveness")) == rows
     assert AttentionDiagnostic.objects.count() == 3
 
@@ -123,7 +124,7 @@ def test_only_scored_messages_are_explained(tiny_model_version):
     (message,) = scored([CLAIMS[1]])
     other = MessageFactory(status=MessageStatus.RECEIVED)
     outcome = messages_explain_batch(message_ids=[message.pk, other.pk, 10**9])
-    assert outcome == {"explained": 1, "failed": 0, "skipped": 2}
+    assert outcome == {"explained": 1, "failed": 0, "deferred": 0, "skipped": 2}
     other.refresh_from_db()
     assert other.status == MessageStatus.RECEIVED
     assert not Explanation.objects.filter(message=other).exists()
@@ -137,7 +138,7 @@ def test_a_message_without_words_is_recorded_as_failed_and_still_reaches_review(
     # when
     outcome = messages_explain_batch(message_ids=[good.pk, bad.pk])
     # then the bad message fails alone, with the reason, and nothing waits
-    assert outcome == {"explained": 1, "failed": 1, "skipped": 0}
+    assert outcome == {"explained": 1, "failed": 1, "deferred": 0, "skipped": 0}
     bad.refresh_from_db()
     assert bad.status == MessageStatus.IN_REVIEW and bad.explained_at is None
     assert bad.status_reason.startswith("explanation failed: the explained text has no words")
@@ -154,7 +155,7 @@ def test_a_model_that_cannot_be_loaded_is_a_recorded_failure(tiny_model_version)
         raise ModelNotReady(f"Model version {version.name}: the artifact is missing")
 
     outcome = messages_explain_batch(message_ids=[message.pk], scorer_factory=broken)
-    assert outcome == {"explained": 0, "failed": 1, "skipped": 0}
+    assert outcome == {"explained": 0, "failed": 1, "deferred": 0, "skipped": 0}
     message.refresh_from_db()
     assert message.status == MessageStatus.IN_REVIEW
     assert "the artifact is missing" in message.status_reason
@@ -208,3 +209,41 @@ def test_the_api_shows_the_explanations_of_a_message(tiny_model_version, reviewe
     assert ig["precision"] == resolve_precision(settings.IG_PRECISION, "cpu")
     assert ig["words"][0]["word"] == message.body[ig["words"][0]["start"] : ig["words"][0]["end"]]
     assert ig["model_version"] == tiny_model_version.name
+
+
+def test_a_message_the_device_has_no_memory_for_stays_scored_and_is_published_again(
+    tiny_model_version, django_capture_on_commit_callbacks
+):
+    from unittest import mock
+
+    from explanations.engine import MessageOutcome, MethodOutcome
+
+    with_threshold(tiny_model_version, 0.0)
+    big, small = scored([CLAIMS[0], CLAIMS[1]])
+    real = explanations_services_explain.explain_messages
+
+    def tight(scorer, items, **options):
+        outcomes = real(scorer, items, **options)
+        for item, outcome in zip(items, outcomes, strict=True):
+            if item.body == big.body:
+                methods = {
+                    m: MethodOutcome(method=m, failure="DeviceOutOfMemory: no room") for m in outcome.methods
+                }
+                outcomes[outcomes.index(outcome)] = MessageOutcome(
+                    span=None, methods=methods, out_of_memory=True
+                )
+        return outcomes
+
+    with (
+        mock.patch.object(explanations_services_explain, "explain_messages", tight),
+        mock.patch("explanations.tasks.explain_batch.apply_async") as publish,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        outcome = messages_explain_batch(message_ids=[big.pk, small.pk])
+
+    assert outcome == {"explained": 1, "failed": 0, "deferred": 1, "skipped": 0}
+    big.refresh_from_db()
+    assert big.status == MessageStatus.SCORED and big.status_reason == ""
+    assert not Explanation.objects.filter(message=big).exists()
+    (call,) = publish.call_args_list
+    assert call.kwargs["args"] == [[big.pk]] and call.kwargs["countdown"] > 0
