@@ -58,6 +58,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import copy
+import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -71,6 +72,8 @@ from explanations.faithfulness import Word, converged, delete_words, split_words
 from scoring.classifier.precision import AUTO, BFLOAT16, FLOAT32, PRECISIONS, resolve_precision
 from scoring.classifier.windows import Window, length_sorted_batches, make_windows
 from scoring.errors import DeviceOutOfMemory
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_N_STEPS = 32
 # Captum's quadrature along the path: the midpoint rule. Measured on 12 flagged corpus messages
@@ -389,11 +392,15 @@ def integrated_gradients_tokens(
             while pending:
                 indices, rows = pending.pop()
                 group = [encoded[i] for i in indices]
-                ids, mask = padded([e.input_ids for e in group], pad_id, device)
-                rows = rows or max(len(group), tokens_per_forward // ids.shape[1])
+                longest = max(lengths[i] for i in indices)
+                rows = rows or max(len(group), tokens_per_forward // longest)
+                failure = ""
                 try:
+                    ids, mask = padded([e.input_ids for e in group], pad_id, device)
                     computed = _group_attributions(lig, model, group, ids, mask, pad_id, n_steps, rows)
                 except torch.OutOfMemoryError as exc:
+                    failure = str(exc).splitlines()[0] if str(exc) else "out of memory"
+                if failure:  # outside the except block, so the failed pass's tensors are freed
                     if torch.device(device).type == "cuda":
                         torch.cuda.empty_cache()
                     if rows > len(group):
@@ -404,8 +411,14 @@ def integrated_gradients_tokens(
                     else:
                         raise DeviceOutOfMemory(
                             f"Integrated Gradients of one text of {lengths[indices[0]]} tokens does "
-                            f"not fit in {device}'s free memory: {exc}"
-                        ) from exc
+                            f"not fit in {device}'s free memory: {failure}"
+                        ) from None
+                    logger.warning(
+                        "IG out of memory on %s for %d texts: smaller passes (%s)",
+                        device,
+                        len(group),
+                        failure,
+                    )
                     continue
                 for row, index in enumerate(indices):
                     scores, end, start = computed[row]

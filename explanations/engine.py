@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from explanations.attribution import (
     AUTO,
     DEFAULT_N_STEPS,
@@ -234,7 +236,7 @@ def explain_messages(
             outcome.compute_ms = per_message_ms
             if isinstance(result, BaseException):
                 outcome.failure = f"{method} failed: {_reason(result)}"
-                outcomes[i].out_of_memory |= isinstance(result, DeviceOutOfMemory)
+                outcomes[i].out_of_memory |= isinstance(result, DeviceOutOfMemory | torch.OutOfMemoryError)
                 continue
             attribution, check = result
             span = spans[i]
@@ -253,7 +255,7 @@ def explain_messages(
         for i, result in zip(ready, maps, strict=True):
             if isinstance(result, BaseException):
                 outcomes[i].attention_failure = _reason(result)
-                outcomes[i].out_of_memory |= isinstance(result, DeviceOutOfMemory)
+                outcomes[i].out_of_memory |= isinstance(result, DeviceOutOfMemory | torch.OutOfMemoryError)
             else:
                 outcomes[i].attention = result
     return outcomes

@@ -18,7 +18,7 @@ correlation (Spearman) of the word attributions, and canaries that passed before
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -168,9 +168,11 @@ def compare_methods(
     precision: str = AUTO,
     seed: int = 0,
     progress: bool = False,
+    ig_budget: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The method comparison on `rows` (flagged corpus rows with rationales); see the module
-    docstring. The best attention head is chosen on `selection_rows`, disjoint from `rows`."""
+    docstring. The best attention head is chosen on `selection_rows`, disjoint from `rows`.
+    `ig_budget`: IG's tokens per forward pass and per call (attribution's defaults)."""
     score_fn = score_fn_for(scorer)
     selection_spans = [
         s
@@ -193,7 +195,9 @@ def compare_methods(
         if not kept:
             continue
         spans = [s for _, s in kept]
-        ig = integrated_gradients(scorer, spans, n_steps=n_steps, doublings=doublings, precision=precision)
+        ig = integrated_gradients(
+            scorer, spans, n_steps=n_steps, doublings=doublings, precision=precision, **(ig_budget or {})
+        )
         deltas += [a.convergence_delta for a in ig]
         maps = attention_maps(scorer, spans)
         scores_by_method: dict[str, list[Sequence[float]]] = {
@@ -269,10 +273,11 @@ def canary_details(
     doublings: int = 0,
     precision: str = AUTO,
     progress: bool = False,
+    ig_budget: Mapping[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """Each canary checked with the pipeline's methods: whether the model flags it, and per
     method the word attribution ([start, end, score] in the body), the check's numbers and
-    verdict (or why it failed)."""
+    verdict (or why it failed). `ig_budget` as in compare_methods."""
     score_fn: Callable = score_fn_for(scorer)
     details: list[dict[str, Any]] = []
     for chunk in tqdm(list(_chunks(list(rows), CHUNK)), desc="canary check", disable=not progress):
@@ -283,6 +288,7 @@ def canary_details(
             doublings=doublings,
             precision=precision,
             attention=False,
+            ig_budget=ig_budget,
         )
         scores = score_fn([r["body"] for r in chunk])
         for row, outcome, score in zip(chunk, outcomes, scores, strict=True):

@@ -20,6 +20,11 @@ class DeviceOutOfMemory(ScoringError):
     a worker with more free memory (or the same one later) can score it, so callers retry."""
 
 
+class DeviceFailed(ScoringError):
+    """The device failed under a batch (a CUDA error, a GPU fallen off the bus): no verdict on
+    any of its messages. The worker stops taking model work and the batch goes back to the queue."""
+
+
 class ScoringInputError(ScoringError):
     """A text the scorer refuses (empty, too long), with the reason. `index` is the position of
     the refused text in the batch given to the scorer (None when not known)."""

@@ -200,7 +200,8 @@ def agreement(cpu: Scorer, on_device: Scorer, texts: list[str]) -> dict:
 
 
 def throughput(on_device: Scorer, bodies: list[str], n: int) -> dict:
-    texts = [_cut(on_device.tokenizer, bodies[i % len(bodies)], 64) for i in range(n)]
+    # numbered, so that no two texts share a window (the Scorer runs identical windows once)
+    texts = [_cut(on_device.tokenizer, f"{i}: {bodies[i % len(bodies)]}", 64) for i in range(n)]
     texts = [t for t in texts if on_device.refusal_reason(t) is None]
     report: dict = {"messages": len(texts), "tokens_per_message": 64}
     for name, budget in (("default", 8192), ("gpu_profile", GPU_PROFILE["TOKEN_BUDGET"])):

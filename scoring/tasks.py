@@ -8,7 +8,7 @@ from celery import shared_task
 from celery.signals import celeryd_after_setup, worker_process_init
 from django.db import InterfaceError, OperationalError
 
-from scoring.errors import ModelNotReady
+from scoring.errors import DeviceFailed, ModelNotReady
 
 logger = logging.getLogger(__name__)
 
@@ -45,10 +45,13 @@ def _start_child(**_: object) -> None:
 def score_batch(self, message_ids: list[int]) -> dict[str, int]:
     """Score up to SCORING_BATCH_SIZE messages (gpu queue). Idempotent: see the service."""
     from scoring.services.pipeline import messages_score_batch
-    from scoring.worker import require_usable_device
+    from scoring.worker import device_failed, require_usable_device
 
     require_usable_device(self)
-    outcome = messages_score_batch(message_ids=message_ids)
+    try:
+        outcome = messages_score_batch(message_ids=message_ids)
+    except DeviceFailed as exc:
+        device_failed(self, exc)  # raises Reject: back to the queue for a worker whose device works
     return {
         "scored": outcome.scored,
         "failed": outcome.failed,

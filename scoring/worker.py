@@ -25,12 +25,13 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable
+from dataclasses import replace
 
 from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
-from scoring.classifier.device_check import DeviceReport, probe, probe_in_subprocess
+from scoring.classifier.device_check import DeviceReport, cpu_report, probe, probe_in_subprocess
 
 logger = logging.getLogger(__name__)
 
@@ -44,9 +45,9 @@ def model_queues() -> set[str]:
 
 def device_report(requested: str, *, isolated: bool) -> DeviceReport:
     """The device `requested` as this worker would use it; `isolated`: probe in a fresh
-    interpreter (the Celery parent). "cpu" needs no probe."""
+    interpreter (the Celery parent). "cpu" needs no probe (and asks torch nothing about CUDA)."""
     if requested.strip().lower() == "cpu":
-        return probe("cpu")
+        return cpu_report()
     return probe_in_subprocess(requested) if isolated else probe(requested)
 
 
@@ -128,20 +129,35 @@ def on_child_start() -> None:
 def require_usable_device(task) -> None:
     """First thing of every model task: in a child that cannot use its device, send the task back
     to the queue uncharged and stop this worker consuming model queues (module docstring)."""
-    from celery.exceptions import Reject
-
     requested = settings.SCORING_DEVICE
     if requested not in _child_reports:
         _child_reports[requested] = device_report(requested, isolated=False)
     report = _child_reports[requested]
-    if report.usable:
-        return
+    if not report.usable:
+        _stop_taking_model_work(task, report)
+
+
+def device_failed(task, exc: BaseException) -> None:
+    """The device failed under a task (DeviceFailed): from now on this child's device counts as
+    not usable, and the task goes back to the queue (no message was charged or judged)."""
+    requested = settings.SCORING_DEVICE
+    known = _child_reports.get(requested) or device_report(requested, isolated=False)
+    _child_reports[requested] = replace(known, usable=False, reason=f"the device failed: {exc}")
+    _stop_taking_model_work(task, _child_reports[requested])
+
+
+def _stop_taking_model_work(task, report: DeviceReport) -> None:
+    from celery.exceptions import Reject
+
     node = getattr(task.request, "hostname", None) or "unknown"
     logger.error("worker %s: %s; task %s goes back to the queue", node, report.summary(), task.name)
-    try:
-        worker_device_record(node=node, queues=model_queues(), report=report, consuming=False)
+    try:  # first: a worker that keeps consuming would only bounce tasks back
         for name in sorted(model_queues()):
             task.app.control.cancel_consumer(name, destination=[node])
-    except Exception as exc:  # the broker or database is down: the message is requeued anyway
-        logger.warning("worker %s: could not record or cancel its model queues: %s", node, exc)
+    except Exception as exc:  # the broker is down: the message is requeued anyway
+        logger.warning("worker %s: could not cancel its model queues: %s", node, exc)
+    try:
+        worker_device_record(node=node, queues=model_queues(), report=report, consuming=False)
+    except Exception as exc:
+        logger.warning("worker %s: could not store its device report: %s", node, exc)
     raise Reject(f"this worker cannot use its device: {report.reason}", requeue=True)

@@ -7,17 +7,21 @@ import logging
 import zlib
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import torch
 from django.conf import settings
 from django.db import DatabaseError, transaction
+from django.utils import timezone
 
 from compliance_site.db import skip_locked
 from explanations.engine import METHODS, MessageOutcome, MessageToExplain, MethodOutcome, explain_messages
 from explanations.model_attention import AttentionMaps
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationStatus
 from scoring.constants import MessageStatus
+from scoring.errors import DeviceOutOfMemory
 from scoring.models import Message, ModelVersion
 from scoring.services.queueing import messages_enqueue_explanation
 from scoring.services.transitions import messages_transition
@@ -50,6 +54,10 @@ def _failed(reason: str) -> MessageOutcome:
     return MessageOutcome(span=None, methods={m: MethodOutcome(method=m, failure=reason) for m in METHODS})
 
 
+def _out_of_memory(reason: str) -> MessageOutcome:
+    return replace(_failed(reason), out_of_memory=True)
+
+
 def _compute(messages: Sequence[Message], scorer_factory) -> dict[int, MessageOutcome]:
     """Explain the messages, grouped by the model version that routed them. Anything but a
     database error becomes a recorded failure of the messages concerned."""
@@ -74,6 +82,9 @@ def _compute(messages: Sequence[Message], scorer_factory) -> dict[int, MessageOu
             results = explain_messages(scorer_factory(version), items, **ig_options(), ig_budget=ig_budget())
         except DatabaseError:
             raise
+        except (DeviceOutOfMemory, torch.OutOfMemoryError) as exc:  # no verdict: another try later
+            logger.warning("explaining %d messages ran out of device memory: %s", len(group), exc)
+            results = [_out_of_memory(f"out of device memory: {exc}")] * len(group)
         except Exception as exc:  # no model, corrupt artifact, ...: recorded, nothing waits forever
             logger.exception("explaining %d messages with %s failed", len(group), version.name)
             results = [_failed(f"the explanation could not be computed: {exc}")] * len(group)
@@ -233,6 +244,10 @@ def messages_explain_batch(*, message_ids: Sequence[int], scorer_factory=_defaul
             )
         if deferred:
             logger.warning("%d messages did not fit in device memory; explained later", len(deferred))
+            # the sweeper's clock restarts, so that one retry is in flight per message
+            Message.objects.filter(id__in=deferred, status=MessageStatus.SCORED).update(
+                scored_at=timezone.now()
+            )
             transaction.on_commit(
                 lambda: messages_enqueue_explanation(
                     message_ids=deferred, countdown=RETRY_EXPLAIN_COUNTDOWN_S

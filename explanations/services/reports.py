@@ -16,7 +16,7 @@ from explanations.errors import ReportError
 from explanations.evaluation import canary_details, compare_canaries, compare_methods, flagged_rows
 from explanations.faithfulness import K_MAX, K_MIN, K_PERCENT, PASS_RULE, RANDOM_DRAWS
 from explanations.models import CanaryCheck, FaithfulnessReport
-from explanations.services.explain import ig_options
+from explanations.services.explain import ig_budget, ig_options
 from scoring.errors import ScoringError
 from scoring.models import ModelActivation, ModelVersion
 
@@ -88,6 +88,7 @@ def faithfulness_report_create(
         threshold=version.threshold,
         selection_rows=chosen,
         **ig_options(),
+        ig_budget=ig_budget(),
         seed=seed,
         progress=progress,
     )
@@ -143,6 +144,7 @@ def _canary_details_of(version: ModelVersion, ids: list[str], rows, scorer_facto
         rows,
         threshold=version.threshold,
         **ig_options(),
+        ig_budget=ig_budget(),
         progress=progress,
     )
     return details, f"computed now with {version.name}"
@@ -179,6 +181,7 @@ def canary_check_run(
             rows,
             threshold=version.threshold,
             **ig_options(),
+            ig_budget=ig_budget(),
             progress=progress,
         )
         previous_details = None

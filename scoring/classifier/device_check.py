@@ -15,9 +15,11 @@ children, must never touch it.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 
@@ -63,6 +65,27 @@ class DeviceReport:
         )
 
 
+def is_device_failure(exc: BaseException) -> bool:
+    """Whether `exc` says the accelerator failed (rather than the input): torch's
+    AcceleratorError, or a RuntimeError from CUDA, cuBLAS or cuDNN. Out of memory is not one: it
+    is handled by making the work smaller (scoring.classifier.scorer)."""
+    if isinstance(exc, torch.OutOfMemoryError):
+        return False
+    accelerator_error = getattr(torch, "AcceleratorError", None)
+    if accelerator_error is not None and isinstance(exc, accelerator_error):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and any(
+        marker in text
+        for marker in ("CUDA error", "CUBLAS_STATUS", "cuDNN error", "CUDNN_STATUS", "device-side assert")
+    )
+
+
+def cpu_report() -> DeviceReport:
+    """The CPU's report without asking torch anything about CUDA (the Celery parent may not)."""
+    return DeviceReport("cpu", "cpu", True, "", torch.__version__, torch.version.cuda, False, 0)
+
+
 def _torch_facts() -> dict:
     try:
         available = bool(torch.cuda.is_available())
@@ -98,8 +121,12 @@ def probe(requested: str) -> DeviceReport:
 def probe_in_subprocess(requested: str, *, timeout: float = 180.0) -> DeviceReport:
     """`probe` in a fresh interpreter (this process's CUDA state is left untouched)."""
     command = [sys.executable, "-m", "scoring.classifier.device_check", requested]
+    root = str(Path(__file__).resolve().parents[2])  # the project, whatever the worker's cwd
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)  # noqa: S603 (our own module, argv list)
+        done = subprocess.run(  # noqa: S603 (our own module, argv list)
+            command, capture_output=True, text=True, timeout=timeout, check=False, cwd=root, env=env
+        )
         return DeviceReport(**json.loads(done.stdout.strip().splitlines()[-1]))
     except (subprocess.TimeoutExpired, OSError, ValueError, IndexError, TypeError) as exc:
         detail = getattr(exc, "stderr", None) or ""

@@ -16,9 +16,9 @@ dynamically padded batches under a token budget.
   and padding adds at most a quarter to the real tokens (windows.length_sorted_batches),
   identical windows are run once, and results come back in input order;
 - on CUDA the host work overlaps the device's: inputs go through pinned memory without blocking,
-  results come back to the host once per call, and (`overlap`, on by default on CUDA) the texts are
-  split into chunks of about one forward budget whose tokenisation runs in a thread while the
-  device runs the chunk before;
+  results come back to the host once per scoring call (per chunk with `overlap`), and
+  (`overlap`, on by default on CUDA) the texts are split into chunks of about one forward budget
+  whose tokenisation runs in a thread while the device runs the chunk before;
 - a batch that runs out of device memory (torch.OutOfMemoryError) is halved and run again after
   the allocator's cache is emptied; only a single window that does not fit alone raises
   `DeviceOutOfMemory`, which is retryable (another worker, or later), never a verdict.
@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import math
 import threading
 import unicodedata
@@ -86,6 +87,8 @@ from scoring.classifier.windows import (
 from scoring.constants import NO_CLAIM
 from scoring.errors import DeviceOutOfMemory, ModelNotReady, ScoringInputError
 from scoring.segmentation import Segment, segment
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_TOKEN_BUDGET = 8192
 # Overlapped scoring cuts the texts into chunks of about this many characters per budget token
@@ -420,18 +423,30 @@ class Scorer:
         pending, done = [indices], []
         while pending:
             part = pending.pop()
+            failure = ""
             try:
                 done.append((part, self._forward(part, windows, lengths)))
             except torch.OutOfMemoryError as exc:
-                if self.device.type == "cuda":
-                    torch.cuda.empty_cache()
-                if len(part) == 1:
-                    raise DeviceOutOfMemory(
-                        f"one window of {lengths[part[0]]} tokens does not fit in {self.device}'s "
-                        f"free memory: {exc}"
-                    ) from exc
-                half = len(part) // 2
-                pending.extend([part[half:], part[:half]])  # first half runs first
+                failure = str(exc).splitlines()[0] if str(exc) else "out of memory"
+            if not failure:
+                continue
+            # Outside the except block: the failed pass's tensors are free once its traceback is.
+            if self.device.type == "cuda":
+                torch.cuda.empty_cache()
+            if len(part) == 1:
+                raise DeviceOutOfMemory(
+                    f"one window of {lengths[part[0]]} tokens does not fit in {self.device}'s free "
+                    f"memory: {failure}"
+                ) from None
+            logger.warning(
+                "out of memory on %s for %d windows of up to %d tokens: halving the batch (%s)",
+                self.device,
+                len(part),
+                max(lengths[i] for i in part),
+                failure,
+            )
+            half = len(part) // 2
+            pending.extend([part[half:], part[:half]])  # first half runs first
         return done
 
     def _forward(

@@ -20,7 +20,7 @@ from django.utils import timezone
 from compliance_site.db import skip_locked
 from scoring import routing
 from scoring.constants import MessageStatus
-from scoring.errors import DeviceOutOfMemory, ModelNotReady, ScoringInputError
+from scoring.errors import DeviceFailed, DeviceOutOfMemory, ModelNotReady, ScoringInputError
 from scoring.models import ClaimType, Message, ModelVersion, Prediction, RuleMatch
 from scoring.segmentation import segments_json
 from scoring.services.queueing import messages_enqueue_explanation, messages_retry_scoring
@@ -59,10 +59,16 @@ def _default_scorer(version: ModelVersion):
 def _score_isolating_failures(scorer, bodies: list[str]) -> list[object]:
     """Score the batch; if it fails as a whole, score one by one so that one bad message
     fails alone (its exception is returned in its place). A message that does not fit in the
-    device's memory gets its DeviceOutOfMemory in its place: the caller defers it, never fails it."""
+    device's memory gets its DeviceOutOfMemory in its place: the caller defers it, never fails it.
+    A batch under which the device itself failed (a CUDA error) raises DeviceFailed: no message
+    is judged by a broken device."""
+    from scoring.classifier.device_check import is_device_failure
+
     try:
         return list(scorer.score(bodies))
     except Exception as batch_exc:
+        if is_device_failure(batch_exc):
+            raise DeviceFailed(str(batch_exc)) from batch_exc
         logger.warning("batch scoring failed (%s); isolating messages", batch_exc)
     results: list[object] = []
     for body in bodies:
@@ -109,7 +115,11 @@ def messages_score_batch(
         return BatchOutcome(0, poisoned, len(message_ids) - poisoned, [])
 
     started = time.perf_counter()
-    results = _score_isolating_failures(scorer, [m.body for m in candidates])
+    try:
+        results = _score_isolating_failures(scorer, [m.body for m in candidates])
+    except DeviceFailed:
+        _give_back_attempt([m.pk for m in candidates])
+        raise
     per_message_ms = (time.perf_counter() - started) * 1000.0 / len(candidates)
     compiled_rules = active_compiled_rules()
     hits = {
@@ -126,10 +136,11 @@ def messages_score_batch(
 
     scored = failed = 0
     to_explain: list[int] = []
-    deferred = [m.pk for m, r in zip(candidates, results, strict=True) if isinstance(r, DeviceOutOfMemory)]
+    deferred: list[int] = []
     now = timezone.now()
     with transaction.atomic():
         mine = _lock_scorable(list(by_id))
+        deferred = [m.pk for m in mine if isinstance(by_id[m.pk][1], DeviceOutOfMemory)]
         already = set(
             Prediction.objects.filter(message_id__in=[m.pk for m in mine], model_version=version).values_list(
                 "message_id", flat=True

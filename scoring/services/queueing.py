@@ -94,9 +94,10 @@ RETRY_SCORING_COUNTDOWN_S = 30
 
 def messages_retry_scoring(*, message_ids: Sequence[int]) -> int:
     """Publish scoring again for `queued` messages whose try ended without a verdict (out of
-    device memory), RETRY_SCORING_COUNTDOWN_S from now, so that any worker may take them. When the
-    broker is down nothing is published: the sweeper re-enqueues queued messages later. Returns
-    how many were published."""
+    device memory), RETRY_SCORING_COUNTDOWN_S from now, so that any worker may take them, and
+    restart their clock as the sweeper does (so the sweeper does not publish them too: one retry
+    in flight per message). When the broker is down nothing is published: the sweeper re-enqueues
+    them later. Returns how many were published."""
     from scoring.tasks import score_batch
 
     waiting = Message.objects.filter(id__in=list(message_ids), status=MessageStatus.QUEUED)
@@ -110,6 +111,10 @@ def messages_retry_scoring(*, message_ids: Sequence[int]) -> int:
         except Exception as exc:  # kombu/redis raise several types; all mean "not published"
             logger.warning("broker unavailable, %d messages wait for the sweeper: %s", len(chunk), exc)
             break
+        now = timezone.now()
+        Message.objects.filter(id__in=chunk, status=MessageStatus.QUEUED).update(
+            queued_at=now, updated_at=now
+        )
         published += len(chunk)
     return published
 

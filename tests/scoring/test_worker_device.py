@@ -4,7 +4,6 @@ deferred, never failed (scoring.worker, scoring.services.pipeline)."""
 
 from __future__ import annotations
 
-import json
 from types import SimpleNamespace
 from unittest import mock
 
@@ -15,31 +14,32 @@ from django.core.management import CommandError, call_command
 from django.test import override_settings
 from django.utils import timezone
 
-from scoring.classifier.device_check import probe, probe_in_subprocess
+from scoring.classifier.device_check import cpu_report, is_device_failure, probe, probe_in_subprocess
 from scoring.classifier.loading import get_scorer
 from scoring.constants import MessageStatus
-from scoring.errors import DeviceOutOfMemory, ModelNotReady
+from scoring.errors import DeviceFailed, DeviceOutOfMemory, ModelNotReady
 from scoring.models import Message, Prediction, WorkerDevice
 from scoring.services.pipeline import messages_score_batch
-from scoring.worker import _child_reports, check_before_consuming, require_usable_device
+from scoring.worker import check_before_consuming, device_failed, require_usable_device
 from tests.factories import MessageFactory
 
 NEUTRAL = "Lunch is at noon in the main meeting room, see you there."
-NO_GPU = not torch.cuda.is_available()
+# A device no host has: unusable here (no GPU) and on a GPU machine (no GPU 99) alike.
+NO_SUCH_GPU = "cuda:99"
 
 
 def queued(body: str, **fields) -> Message:
     return MessageFactory(body=body, status=MessageStatus.QUEUED, queued_at=timezone.now(), **fields)
 
 
-@pytest.mark.skipif(not NO_GPU, reason="needs a host without a usable GPU")
-def test_the_probe_says_why_cuda_is_not_usable_and_what_torch_sees():
-    report = probe("cuda")
-    assert not report.usable and "no CUDA GPU" in report.reason
-    assert report.torch_version == torch.__version__ and report.cuda_available is False
-    isolated = probe_in_subprocess("cuda")
-    assert isolated == report
+def test_the_probe_says_why_the_device_is_not_usable_and_what_torch_sees(tmp_path, monkeypatch):
+    report = probe(NO_SUCH_GPU)
+    assert not report.usable and report.reason
+    assert report.torch_version == torch.__version__ and report.cuda_version == torch.version.cuda
+    monkeypatch.chdir(tmp_path)  # the probe finds the project whatever the worker's directory
+    assert probe_in_subprocess(NO_SUCH_GPU) == report
     assert probe("cpu").usable and probe("cpu").device == "cpu"
+    assert cpu_report().usable and cpu_report().cuda_available is False  # asks torch nothing of CUDA
 
 
 @pytest.mark.django_db
@@ -103,17 +103,16 @@ class _Queues(dict):
 
 
 @pytest.mark.django_db
-@pytest.mark.skipif(not NO_GPU, reason="needs a host without a usable GPU")
 def test_a_worker_that_cannot_use_its_device_does_not_consume_the_model_queues():
     queues = _Queues(["gpu", "checks", "default"])
 
-    with override_settings(SCORING_DEVICE="cuda"):
+    with override_settings(SCORING_DEVICE=NO_SUCH_GPU):
         report = check_before_consuming(node="gpu0@host-a", queues=queues)
 
     assert not report.usable
     assert sorted(queues.deselected) == ["checks", "gpu"] and list(queues.consume_from) == ["default"]
     row = WorkerDevice.objects.get(node="gpu0@host-a")
-    assert not row.usable and not row.consuming and "no CUDA GPU" in row.reason
+    assert not row.usable and not row.consuming and row.reason
     assert row.torch_version == torch.__version__ and row.queues == ["checks", "default", "gpu"]
 
 
@@ -127,7 +126,6 @@ def test_a_cpu_worker_consumes_and_a_worker_without_model_queues_is_not_probed()
 
 
 @pytest.mark.django_db
-@pytest.mark.skipif(not NO_GPU, reason="needs a host without a usable GPU")
 def test_a_model_task_in_a_child_without_its_device_goes_back_to_the_queue(monkeypatch):
     cancelled = []
     task = SimpleNamespace(
@@ -139,7 +137,7 @@ def test_a_model_task_in_a_child_without_its_device_goes_back_to_the_queue(monke
     )
     monkeypatch.setattr("scoring.worker._child_reports", {})
 
-    with override_settings(SCORING_DEVICE="cuda"), pytest.raises(Reject) as rejected:
+    with override_settings(SCORING_DEVICE=NO_SUCH_GPU), pytest.raises(Reject) as rejected:
         require_usable_device(task)
 
     assert rejected.value.requeue is True and "cannot use its device" in str(rejected.value.reason)
@@ -176,6 +174,59 @@ def test_healthz_and_the_worker_health_check_name_the_worker_that_cannot_use_its
         assert client.get("/healthz").json()["checks"]["workers"]["ok"] is True  # a stale report
 
 
-def test_the_child_report_cache_starts_empty():
-    assert isinstance(_child_reports, dict)
-    assert json.dumps(probe("cpu").as_dict())
+@pytest.mark.django_db
+def test_a_device_that_fails_under_a_batch_judges_no_message_and_stops_the_worker(
+    tiny_model_version, monkeypatch
+):
+    first, second = queued(NEUTRAL), queued(NEUTRAL + " again")
+
+    class Broken:
+        segmented = True
+
+        def score(self, bodies):
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    with pytest.raises(DeviceFailed, match="illegal memory access"):
+        messages_score_batch(message_ids=[first.pk, second.pk], scorer_factory=lambda v: Broken())
+    for message in (first, second):
+        message.refresh_from_db()
+        assert (
+            message.status == MessageStatus.QUEUED and message.attempts == 0
+        )  # nothing judged, nothing charged
+
+    cancelled = []
+    task = SimpleNamespace(
+        name="scoring.tasks.score_batch",
+        request=SimpleNamespace(hostname="gpu0@host-c"),
+        app=SimpleNamespace(
+            control=SimpleNamespace(cancel_consumer=lambda q, destination: cancelled.append(q))
+        ),
+    )
+    monkeypatch.setattr("scoring.worker._child_reports", {})
+    with override_settings(SCORING_DEVICE="cpu"), pytest.raises(Reject):
+        device_failed(task, DeviceFailed("CUDA error: an illegal memory access was encountered"))
+    assert "gpu" in cancelled and not WorkerDevice.objects.get(node="gpu0@host-c").usable
+    with override_settings(SCORING_DEVICE="cpu"), pytest.raises(Reject):
+        require_usable_device(task)  # the child remembers: no more model work here
+
+
+def test_only_accelerator_errors_count_as_a_failed_device():
+    assert is_device_failure(RuntimeError("CUDA error: device-side assert triggered"))
+    assert is_device_failure(RuntimeError("CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate"))
+    assert not is_device_failure(torch.OutOfMemoryError("CUDA out of memory"))
+    assert not is_device_failure(ValueError("the text is empty"))
+    assert not is_device_failure(RuntimeError("shape mismatch"))
+
+
+@pytest.mark.django_db
+def test_a_deferred_message_has_one_retry_in_flight_not_one_more_per_sweep(tiny_model_version):
+    from datetime import timedelta
+
+    from scoring.services.queueing import messages_retry_scoring, messages_sweep
+
+    message = queued(NEUTRAL)
+    Message.objects.filter(pk=message.pk).update(queued_at=timezone.now() - timedelta(hours=1))
+    with mock.patch("scoring.tasks.score_batch.apply_async") as publish:
+        assert messages_retry_scoring(message_ids=[message.pk]) == 1
+        assert messages_sweep().stuck_requeued == 0  # its clock restarted with the retry
+    assert publish.call_count == 1

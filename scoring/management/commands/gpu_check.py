@@ -127,12 +127,15 @@ def _worker_step(artifact: Path, n: int, timeout: float) -> dict:
     from scoring.models import Message
     from scoring.services.ingest import IncomingMessage, messages_ingest_bulk
     from scoring.services.model_versions import model_version_activate, model_version_register
+    from scoring.worker import model_queues
 
     call_command("migrate", verbosity=0, interactive=False)
     version = model_version_register(artifact_dir=artifact)
     model_version_activate(version=version, reason="gpu_check worker step")
     worker = WorkerProcess(
-        broker_url=settings.CELERY_BROKER_URL, queues="gpu,checks,default", name="gpu-check",
+        broker_url=settings.CELERY_BROKER_URL,
+        queues=",".join(sorted({*model_queues(), settings.CELERY_TASK_DEFAULT_QUEUE})),
+        name="gpu-check",
         log_dir=settings.VAR_DIR / "logs",
     ).start(timeout=300)  # fmt: skip
     waiting = (MessageStatus.RECEIVED, MessageStatus.QUEUED, MessageStatus.SCORED)
