@@ -39,7 +39,8 @@ from explanations.faithfulness import (
     rule_agreement,
 )
 from explanations.model_attention import AttentionMaps, attention_maps
-from scoring.errors import DeviceOutOfMemory
+from scoring.classifier.device_check import is_device_failure
+from scoring.errors import DeviceFailed, DeviceOutOfMemory
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +154,8 @@ def _isolated(fn: Callable[[list], list], inputs: list) -> list:
     try:
         return fn(inputs)
     except Exception as batch_exc:  # a bad input must fail alone, not take the batch with it
+        if is_device_failure(batch_exc):  # the device, not an input: no message is judged
+            raise DeviceFailed(str(batch_exc)) from batch_exc
         logger.warning("batched explanation failed (%r); isolating messages", batch_exc)
     results: list = []
     for one in inputs:

@@ -19,10 +19,14 @@ from django.db import InterfaceError, OperationalError
 def explain_batch(self, message_ids: list[int]) -> dict[str, int]:
     """Explain flagged messages and move them to review (see explanations.services)."""
     from explanations.services import messages_explain_batch
-    from scoring.worker import require_usable_device
+    from scoring.errors import DeviceFailed
+    from scoring.worker import device_failed, require_usable_device
 
     require_usable_device(self)
-    return messages_explain_batch(message_ids=message_ids)
+    try:
+        return messages_explain_batch(message_ids=message_ids)
+    except DeviceFailed as exc:
+        device_failed(self, exc)  # raises Reject: back to the queue for a worker whose device works
 
 
 @shared_task(

@@ -26,6 +26,7 @@ import logging
 import os
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import NoReturn
 
 from django.conf import settings
 from django.db import connections
@@ -137,7 +138,7 @@ def require_usable_device(task) -> None:
         _stop_taking_model_work(task, report)
 
 
-def device_failed(task, exc: BaseException) -> None:
+def device_failed(task, exc: BaseException) -> NoReturn:
     """The device failed under a task (DeviceFailed): from now on this child's device counts as
     not usable, and the task goes back to the queue (no message was charged or judged)."""
     requested = settings.SCORING_DEVICE
@@ -146,7 +147,7 @@ def device_failed(task, exc: BaseException) -> None:
     _stop_taking_model_work(task, _child_reports[requested])
 
 
-def _stop_taking_model_work(task, report: DeviceReport) -> None:
+def _stop_taking_model_work(task, report: DeviceReport) -> NoReturn:
     from celery.exceptions import Reject
 
     node = getattr(task.request, "hostname", None) or "unknown"

@@ -21,7 +21,7 @@ from explanations.engine import METHODS, MessageOutcome, MessageToExplain, Metho
 from explanations.model_attention import AttentionMaps
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationStatus
 from scoring.constants import MessageStatus
-from scoring.errors import DeviceOutOfMemory
+from scoring.errors import DeviceFailed, DeviceOutOfMemory
 from scoring.models import Message, ModelVersion
 from scoring.services.queueing import messages_enqueue_explanation
 from scoring.services.transitions import messages_transition
@@ -80,7 +80,7 @@ def _compute(messages: Sequence[Message], scorer_factory) -> dict[int, MessageOu
         ]
         try:
             results = explain_messages(scorer_factory(version), items, **ig_options(), ig_budget=ig_budget())
-        except DatabaseError:
+        except (DatabaseError, DeviceFailed):
             raise
         except (DeviceOutOfMemory, torch.OutOfMemoryError) as exc:  # no verdict: another try later
             logger.warning("explaining %d messages ran out of device memory: %s", len(group), exc)
@@ -180,7 +180,8 @@ def messages_explain_batch(*, message_ids: Sequence[int], scorer_factory=_defaul
     gets Explanation rows with status=failed and the reason, and still reaches in_review
     (directly from scored, with the reason in status_reason): nothing waits forever. A message
     with at least one computed explanation goes scored -> explained -> in_review. Database
-    errors propagate, so that the task retries. A message the device had no memory for, even
+    errors propagate, so that the task retries; so does DeviceFailed (a CUDA error: the task goes
+    back to the queue and the worker stops taking model work). A message the device had no memory for, even
     alone, is no failure: nothing is written for it, it stays `scored` and is published again
     RETRY_EXPLAIN_COUNTDOWN_S later, for any worker (the sweeper too republishes it)."""
     ids = sorted({int(i) for i in message_ids})

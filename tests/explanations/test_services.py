@@ -240,3 +240,20 @@ def test_a_message_the_device_has_no_memory_for_stays_scored_and_is_published_ag
     assert Explanation.objects.filter(message=small, status=ExplanationStatus.OK).count() == 2
     (call,) = publish.call_args_list
     assert call.kwargs["args"] == [[big.pk]] and call.kwargs["countdown"] > 0
+
+
+def test_a_device_that_fails_while_explaining_records_no_failure_and_changes_nothing(tiny_model_version):
+    from unittest import mock
+
+    from scoring.errors import DeviceFailed
+
+    with_threshold(tiny_model_version, 0.0)
+    (message,) = scored([CLAIMS[0]])
+
+    def broken(scorer, spans, **options):
+        raise RuntimeError("CUDA error: unspecified launch failure")
+
+    with mock.patch.object(engine, "integrated_gradients", broken), pytest.raises(DeviceFailed):
+        messages_explain_batch(message_ids=[message.pk])
+    message.refresh_from_db()
+    assert message.status == MessageStatus.SCORED and not Explanation.objects.filter(message=message).exists()
