@@ -78,10 +78,12 @@ from tests.support.models import (  # noqa: E402, F401
     trained_model_version,
 )
 
-# The first test that uses the real trained model trains it (up to 10 minutes on a 2-core CPU)
-# inside its own timeout, whichever test that is: those tests get that time on top of the
-# default (pyproject's `timeout`). A test that sets its own timeout keeps it.
-TRAINING_ALLOWANCE_S = 900
+# The first test that uses the real trained model trains it inside its own timeout, whichever
+# test that is: those tests get that time on top of the default (pyproject's `timeout`). Training
+# takes 9 minutes on a 2-core CPU with bf16 units and 12 on one with AVX2 only (float32), more on a
+# busy machine: a CI run on an AVX2 host whose cores were shared timed out at 900 s of allowance.
+# A test that sets its own timeout keeps it.
+TRAINING_ALLOWANCE_S = 1500
 
 
 def pytest_collection_modifyitems(config, items):
