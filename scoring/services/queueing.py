@@ -98,25 +98,9 @@ def messages_retry_scoring(*, message_ids: Sequence[int]) -> int:
     restart their clock as the sweeper does (so the sweeper does not publish them too: one retry
     in flight per message). When the broker is down nothing is published: the sweeper re-enqueues
     them later. Returns how many were published."""
-    from scoring.tasks import score_batch
-
     waiting = Message.objects.filter(id__in=list(message_ids), status=MessageStatus.QUEUED)
     ids = list(waiting.values_list("id", flat=True))
-    published = 0
-    for chunk in chunks(ids, settings.SCORING_BATCH_SIZE):
-        try:
-            score_batch.apply_async(
-                args=[chunk], queue=settings.SCORING_QUEUE, countdown=RETRY_SCORING_COUNTDOWN_S, retry=False
-            )
-        except Exception as exc:  # kombu/redis raise several types; all mean "not published"
-            logger.warning("broker unavailable, %d messages wait for the sweeper: %s", len(chunk), exc)
-            break
-        now = timezone.now()
-        Message.objects.filter(id__in=chunk, status=MessageStatus.QUEUED).update(
-            queued_at=now, updated_at=now
-        )
-        published += len(chunk)
-    return published
+    return _republish(ids, now=timezone.now(), countdown=RETRY_SCORING_COUNTDOWN_S)
 
 
 def messages_gather(*, limit: int = 20_000) -> int:
@@ -184,15 +168,18 @@ def messages_sweep(*, now=None, limit: int = 20_000) -> SweepResult:
     return SweepResult(received_enqueued, stuck_requeued, explanations_requeued)
 
 
-def _republish(ids: list[int], *, now) -> int:
-    """Publish scoring tasks again for messages that are already queued (queued -> queued,
-    restarting their clock); a failed publish leaves them for the next sweep."""
+def _republish(ids: list[int], *, now, countdown: float | None = None) -> int:
+    """Publish scoring tasks again (`countdown` seconds from now) for messages that are already
+    queued (queued -> queued, restarting their clock); a failed publish leaves them for the next
+    sweep."""
     from scoring.tasks import score_batch
 
     published = 0
     for chunk in chunks(ids, settings.SCORING_BATCH_SIZE):
         try:
-            score_batch.apply_async(args=[chunk], queue=settings.SCORING_QUEUE, retry=False)
+            score_batch.apply_async(
+                args=[chunk], queue=settings.SCORING_QUEUE, retry=False, countdown=countdown
+            )
         except Exception as exc:
             logger.warning("broker unavailable while sweeping: %s", exc)
             break
