@@ -1,5 +1,7 @@
-"""/healthz: database, broker, model, pipeline and worker-device status, each checked for real with
-a short timeout."""
+"""/healthz: database, broker, model, pipeline, worker-device status and failed messages, each
+checked for real with a short timeout. `status` is "unhealthy" (HTTP 503) when a check fails,
+"degraded" (HTTP 200: the service works, but something needs a person) when a check is ok but
+degraded (failed messages waiting for a retry), "healthy" otherwise."""
 
 from __future__ import annotations
 
@@ -91,6 +93,30 @@ def _workers() -> dict[str, Any]:
     return report
 
 
+def _failed_messages() -> dict[str, Any]:
+    """Messages that failed for good (scoring refused them, or they crashed their worker alone
+    MAX_ATTEMPTS times): the pipeline runs, so not unhealthy, but degraded until a compliance
+    admin retries them (monitoring's failed-messages page)."""
+    from django.db.models import Count, Max
+
+    from scoring.constants import MessageStatus
+    from scoring.models import Message
+
+    try:
+        failed = Message.objects.filter(status=MessageStatus.FAILED)
+        found = failed.aggregate(n=Count("id"), latest=Max("failed_at"))
+    except Exception as exc:
+        return {"ok": False, "error": str(exc)}
+    report: dict[str, Any] = {"ok": True, "degraded": bool(found["n"]), "failed": found["n"]}
+    if found["n"]:
+        report["latest_failed_at"] = found["latest"].isoformat() if found["latest"] else None
+        report["warning"] = (
+            f"{found['n']} messages failed for good and are not reviewed: retry them on /monitoring/failed/ "
+            "once the cause is fixed"
+        )
+    return report
+
+
 def health_report() -> dict[str, Any]:
     checks = {
         "database": _database(),
@@ -98,5 +124,9 @@ def health_report() -> dict[str, Any]:
         "model": _model(),
         "pipeline": _pipeline(),
         "workers": _workers(),
+        "failed_messages": _failed_messages(),
     }
-    return {"ok": all(c["ok"] for c in checks.values()), "checks": checks}
+    ok = all(c["ok"] for c in checks.values())
+    degraded = any(c.get("degraded") for c in checks.values())
+    status = "unhealthy" if not ok else "degraded" if degraded else "healthy"
+    return {"ok": ok, "status": status, "checks": checks}

@@ -355,8 +355,31 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"expires": SWEEP_INTERVAL_SECONDS * 2},
     },
 }
-# A message whose scoring was started this many times without completing is failed (poison).
+# A batch that crashes or times out its worker is split in two until the message that does it is
+# alone (scoring.services.claims); a message that does it alone this many times is failed
+# (scoring) or gets a recorded explanation failure and goes to review (explaining).
 MAX_ATTEMPTS = env_int("MAX_ATTEMPTS", 5, minimum=1)
+# Time limits of the model tasks (seconds). At the soft limit the batch counts as crashed (split,
+# or charged when alone); at the hard limit Celery kills the worker child and the claim it leaves
+# is recovered the same way. Measured on a 2-core CPU: a batch of 256 scores in about 5 s and
+# one of 32 explains in 10-30 s, so the defaults leave a wide margin.
+SCORING_SOFT_TIME_LIMIT_SECONDS = env_int("SCORING_SOFT_TIME_LIMIT_SECONDS", 300, minimum=1)
+SCORING_TIME_LIMIT_SECONDS = env_int("SCORING_TIME_LIMIT_SECONDS", 360, minimum=2)
+EXPLAIN_SOFT_TIME_LIMIT_SECONDS = env_int("EXPLAIN_SOFT_TIME_LIMIT_SECONDS", 600, minimum=1)
+EXPLAIN_TIME_LIMIT_SECONDS = env_int("EXPLAIN_TIME_LIMIT_SECONDS", 720, minimum=2)
+for _soft, _hard in (
+    ("SCORING_SOFT_TIME_LIMIT_SECONDS", "SCORING_TIME_LIMIT_SECONDS"),
+    ("EXPLAIN_SOFT_TIME_LIMIT_SECONDS", "EXPLAIN_TIME_LIMIT_SECONDS"),
+):
+    if globals()[_hard] <= globals()[_soft]:
+        raise ImproperlyConfigured(f"{_hard} must be greater than {_soft}.")
+# A worker process refreshes the claim of the batch it computes this often; a claim whose process
+# runs elsewhere (another container or machine) counts as dead when its heartbeat is older than
+# WORK_CLAIM_STALE_SECONDS (a claim from this host's processes is checked by PID at once).
+WORK_CLAIM_HEARTBEAT_SECONDS = env_float("WORK_CLAIM_HEARTBEAT_SECONDS", 10.0, low=0.1)
+WORK_CLAIM_STALE_SECONDS = env_float("WORK_CLAIM_STALE_SECONDS", 60.0, low=1.0)
+if WORK_CLAIM_STALE_SECONDS < 3 * WORK_CLAIM_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured("WORK_CLAIM_STALE_SECONDS must be at least 3 x WORK_CLAIM_HEARTBEAT_SECONDS.")
 QA_SAMPLE_RATE = env_float("QA_SAMPLE_RATE", 0.02, low=0.0, high=1.0)
 
 # --- Models --------------------------------------------------------------------------------------

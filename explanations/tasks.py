@@ -4,6 +4,7 @@ thin wrappers around one service."""
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 
@@ -15,16 +16,20 @@ from django.db import InterfaceError, OperationalError
     retry_backoff=2,
     retry_backoff_max=60,
     max_retries=5,
+    soft_time_limit=settings.EXPLAIN_SOFT_TIME_LIMIT_SECONDS,
+    time_limit=settings.EXPLAIN_TIME_LIMIT_SECONDS,
 )
 def explain_batch(self, message_ids: list[int]) -> dict[str, int]:
-    """Explain flagged messages and move them to review (see explanations.services)."""
+    """Explain flagged messages and move them to review (see explanations.services); a batch
+    that crashes or times out is split until the message that does it is alone."""
     from explanations.services import messages_explain_batch
     from scoring.errors import DeviceFailed
+    from scoring.services.claims import Claimant
     from scoring.worker import device_failed, require_usable_device
 
     require_usable_device(self)
     try:
-        return messages_explain_batch(message_ids=message_ids)
+        return messages_explain_batch(message_ids=message_ids, claimant=Claimant.of_task(self))
     except DeviceFailed as exc:
         device_failed(self, exc)  # raises Reject: back to the queue for a worker whose device works
 

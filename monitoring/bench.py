@@ -182,7 +182,7 @@ def seed(*, messages: int, decisions: int, progress=None) -> Seeded:
             "has_rule_hit": "route IN ('model_and_rule', 'rule_hit')",
             "routing_prediction_id": "g",
             "queue_score": "score",
-            "attempts": "1",
+            "attempts": "0",
             "created_at": "received",
             "updated_at": "received + interval '1 hour'",
             "queued_at": "received",

@@ -19,3 +19,9 @@ class MonitoringFilterForm(forms.Form):
 
     def clean_period(self) -> str:
         return self.cleaned_data.get("period") or DAY
+
+
+class RetryForm(forms.Form):
+    """Why a failed message is sent back to scoring (kept in its audit record)."""
+
+    reason = forms.CharField(max_length=2000, strip=True, widget=forms.Textarea(attrs={"rows": 2}))

@@ -2,10 +2,12 @@
 
 from django.urls import path
 
-from monitoring import views
+from monitoring import failed, views
 
 app_name = "monitoring"
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
+    path("failed/", failed.failed_list, name="failed"),
+    path("failed/<int:pk>/retry", failed.failed_retry, name="failed_retry"),
 ]

@@ -49,3 +49,7 @@ class TrainingDataError(ScoringError):
 
 class RuleSetError(ScoringError):
     """A rule-set edit that cannot be published (bad rule, stale base, no permission)."""
+
+
+class RetryError(ScoringError):
+    """A failed message cannot be sent back to scoring as asked (not failed, no reason given)."""

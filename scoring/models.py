@@ -228,7 +228,12 @@ class Message(models.Model):
     queue_score = models.FloatField(
         null=True, blank=True, help_text="Routing score, denormalised for the review queue order."
     )
-    attempts = models.PositiveSmallIntegerField(default=0)
+    attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="Times scoring crashed or timed out its worker on this message alone."
+    )
+    explain_attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="Times explaining crashed or timed out its worker on this message alone."
+    )
     submitted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -346,3 +351,64 @@ class RuleMatch(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rule_code}@{self.start}-{self.end}"
+
+
+class WorkStage(models.TextChoices):
+    """The model steps whose batches are claimed (scoring.services.claims)."""
+
+    SCORE = "score", "Scoring"
+    EXPLAIN = "explain", "Explaining"
+
+
+class WorkClaim(models.Model):
+    """A batch a worker process is computing (scoring or explaining): which messages, which
+    process (host key and PID: scoring.liveness) and its heartbeat. It is written (committed)
+    before the work starts and deleted in the transaction that writes the results, so a claim
+    whose process is gone is a batch that crashed or was killed: the sweeper, or the next
+    delivery of the batch, splits it in two (bisection) and publishes the halves, until the
+    message that crashes it is alone; only that message is charged (scoring.services.claims)."""
+
+    stage = models.CharField(max_length=8, choices=WorkStage.choices)
+    message_ids = models.JSONField()
+    node = models.CharField(max_length=255, blank=True)  # celery node name, for people
+    host_key = models.CharField(max_length=255)
+    pid = models.PositiveIntegerField()
+    task_id = models.CharField(max_length=255, blank=True)
+    task_try = models.PositiveSmallIntegerField(default=0)  # the task's retries when it started
+    started_at = models.DateTimeField()
+    heartbeat_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["started_at"]
+        indexes = [models.Index(fields=["stage", "started_at"], name="work_claim_stage")]
+
+    def __str__(self) -> str:
+        holder = self.node or self.host_key
+        return f"{self.stage} of {len(self.message_ids)} messages by {holder} pid {self.pid}"
+
+
+class MessageRetry(models.Model):
+    """A compliance admin sent a failed message back to scoring: who, when, why, and what the
+    message was before (its status, reason and crash count). Append-only: never edited."""
+
+    message = models.ForeignKey(Message, on_delete=models.PROTECT, related_name="retries")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    requested_at = models.DateTimeField(auto_now_add=True)
+    reason = models.TextField()
+    previous_status = models.CharField(max_length=16, choices=MessageStatus.choices)
+    previous_reason = models.TextField(blank=True)
+    previous_attempts = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-requested_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"retry of {self.message_id} by {self.requested_by_id} at {self.requested_at:%Y-%m-%d %H:%M}"
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None:
+            raise ValueError("A retry record is never changed.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise ValueError("A retry record is never deleted.")

@@ -134,3 +134,30 @@ def worker_devices(*, now=None) -> list[dict]:
         }
         for w in WorkerDevice.objects.order_by("-reported_at")
     ]
+
+
+FAILED_FIELDS = (
+    "id",
+    "external_id",
+    "channel",
+    "received_at",
+    "failed_at",
+    "status",
+    "status_reason",
+    "attempts",
+)
+
+
+def failed_messages() -> QuerySet[Message]:
+    """Messages that failed for good (scoring refused them, or they crashed their worker alone
+    MAX_ATTEMPTS times), most recent first, with their retry records (for lists: no N+1)."""
+    from scoring.constants import MessageStatus
+    from scoring.models import MessageRetry
+
+    retries = MessageRetry.objects.select_related("requested_by")
+    return (
+        Message.objects.filter(status=MessageStatus.FAILED)
+        .order_by("-failed_at", "-id")
+        .only(*FAILED_FIELDS)
+        .prefetch_related(Prefetch("retries", queryset=retries, to_attr="retry_records"))
+    )

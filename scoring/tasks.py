@@ -6,6 +6,7 @@ import logging
 
 from celery import shared_task
 from celery.signals import celeryd_after_setup, worker_process_init
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from scoring.errors import DeviceFailed, ModelNotReady
@@ -41,15 +42,19 @@ def _start_child(**_: object) -> None:
     retry_backoff=2,
     retry_backoff_max=60,
     max_retries=5,
+    soft_time_limit=settings.SCORING_SOFT_TIME_LIMIT_SECONDS,
+    time_limit=settings.SCORING_TIME_LIMIT_SECONDS,
 )
 def score_batch(self, message_ids: list[int]) -> dict[str, int]:
-    """Score up to SCORING_BATCH_SIZE messages (gpu queue). Idempotent: see the service."""
+    """Score up to SCORING_BATCH_SIZE messages (gpu queue). Idempotent, and a batch that crashes
+    or times out is split until the message that does it is alone: see the service."""
+    from scoring.services.claims import Claimant
     from scoring.services.pipeline import messages_score_batch
     from scoring.worker import device_failed, require_usable_device
 
     require_usable_device(self)
     try:
-        outcome = messages_score_batch(message_ids=message_ids)
+        outcome = messages_score_batch(message_ids=message_ids, claimant=Claimant.of_task(self))
     except DeviceFailed as exc:
         device_failed(self, exc)  # raises Reject: back to the queue for a worker whose device works
     return {
@@ -99,7 +104,8 @@ def gather() -> int:
 
 @shared_task(acks_late=True, ignore_result=True)
 def sweep() -> dict[str, int]:
-    """Periodic (celery beat): re-enqueue work stuck too long, so nothing is ever lost."""
+    """Periodic (celery beat): recover the batches of dead worker processes and re-enqueue work
+    stuck too long, so nothing is ever lost."""
     from scoring.services.queueing import messages_sweep
     from scoring.services.shadow import shadow_sweep
 

@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 import torch
+from billiard.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from compliance_site.db import skip_locked
@@ -22,7 +23,15 @@ from explanations.model_attention import AttentionMaps
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationStatus
 from scoring.constants import MessageStatus
 from scoring.errors import DeviceFailed, DeviceOutOfMemory
-from scoring.models import Message, ModelVersion
+from scoring.models import Message, ModelVersion, WorkStage
+from scoring.services.claims import (
+    Claimant,
+    work_claim_begin,
+    work_claim_crashed,
+    work_claim_end,
+    work_claim_heartbeat,
+    work_claim_release,
+)
 from scoring.services.queueing import messages_enqueue_explanation
 from scoring.services.transitions import messages_transition
 
@@ -58,36 +67,70 @@ def _out_of_memory(reason: str) -> MessageOutcome:
     return replace(_failed(reason), out_of_memory=True)
 
 
-def _compute(messages: Sequence[Message], scorer_factory) -> dict[int, MessageOutcome]:
+def _load_scorers(messages: Sequence[Message], scorer_factory) -> dict[int, object]:
+    """The Scorer of each model version that routed these messages, loaded before the batch is
+    claimed (a model that cannot be loaded is a recorded failure, not a crash); in its place the
+    exception when it cannot be loaded. Database errors and device failures propagate."""
+    scorers: dict[int, object] = {}
+    for message in messages:
+        version = message.routing_prediction.model_version
+        if version.pk in scorers:
+            continue
+        try:
+            scorers[version.pk] = scorer_factory(version)
+        except (DatabaseError, DeviceFailed):
+            raise
+        except Exception as exc:  # no model, corrupt artifact, ...: recorded, nothing waits forever
+            logger.exception("the model %s could not be loaded to explain", version.name)
+            scorers[version.pk] = exc
+    return scorers
+
+
+def _explain_bisecting(scorer, items: list[MessageToExplain]) -> list[MessageOutcome]:
+    """Explain the items together; a call that raises (or runs out of device memory) is split in
+    two, and so on, until the message that makes it fail is alone: only that one gets the
+    failure (a recorded failure, or out of memory: another try later)."""
+    try:
+        return explain_messages(scorer, items, **ig_options(), ig_budget=ig_budget())
+    except (DatabaseError, DeviceFailed, SoftTimeLimitExceeded):
+        raise
+    except (DeviceOutOfMemory, torch.OutOfMemoryError) as exc:  # no verdict: another try later
+        if len(items) == 1:
+            logger.warning("explaining one message ran out of device memory: %s", exc)
+            return [_out_of_memory(f"out of device memory: {exc}")]
+    except Exception as exc:
+        if len(items) == 1:
+            logger.exception("explaining a message failed")
+            return [_failed(f"the explanation could not be computed: {exc}")]
+    middle = len(items) // 2
+    return _explain_bisecting(scorer, items[:middle]) + _explain_bisecting(scorer, items[middle:])
+
+
+def _compute(messages: Sequence[Message], scorers: dict[int, object]) -> dict[int, MessageOutcome]:
     """Explain the messages, grouped by the model version that routed them. Anything but a
-    database error becomes a recorded failure of the messages concerned."""
+    database error, a device failure or the soft time limit becomes a recorded failure of the
+    message concerned alone."""
     groups: dict[int, list[Message]] = defaultdict(list)
     for message in messages:
         groups[message.routing_prediction.model_version_id].append(message)
     outcomes: dict[int, MessageOutcome] = {}
-    for group in groups.values():
-        version = group[0].routing_prediction.model_version
-        items = [
-            MessageToExplain(
-                body=m.body,
-                threshold=m.routing_prediction.threshold,
-                window_scores=[
-                    (w["start"], w["end"], w["score"]) for w in m.routing_prediction.window_scores
-                ],
-                rule_spans=[(r.start, r.end) for r in m.rule_matches.all()],
-            )
-            for m in group
-        ]
-        try:
-            results = explain_messages(scorer_factory(version), items, **ig_options(), ig_budget=ig_budget())
-        except (DatabaseError, DeviceFailed):
-            raise
-        except (DeviceOutOfMemory, torch.OutOfMemoryError) as exc:  # no verdict: another try later
-            logger.warning("explaining %d messages ran out of device memory: %s", len(group), exc)
-            results = [_out_of_memory(f"out of device memory: {exc}")] * len(group)
-        except Exception as exc:  # no model, corrupt artifact, ...: recorded, nothing waits forever
-            logger.exception("explaining %d messages with %s failed", len(group), version.name)
-            results = [_failed(f"the explanation could not be computed: {exc}")] * len(group)
+    for version_id, group in groups.items():
+        scorer = scorers[version_id]
+        if isinstance(scorer, Exception):
+            results = [_failed(f"the explanation could not be computed: {scorer}")] * len(group)
+        else:
+            items = [
+                MessageToExplain(
+                    body=m.body,
+                    threshold=m.routing_prediction.threshold,
+                    window_scores=[
+                        (w["start"], w["end"], w["score"]) for w in m.routing_prediction.window_scores
+                    ],
+                    rule_spans=[(r.start, r.end) for r in m.rule_matches.all()],
+                )
+                for m in group
+            ]
+            results = _explain_bisecting(scorer, items)
         outcomes.update({m.pk: r for m, r in zip(group, results, strict=True)})
     return outcomes
 
@@ -169,30 +212,104 @@ def _lock_scored(ids: list[int]) -> list[int]:
     return list(skip_locked(query).values_list("id", flat=True))
 
 
-def messages_explain_batch(*, message_ids: Sequence[int], scorer_factory=_default_scorer) -> dict[str, int]:
+def messages_explain_batch(
+    *, message_ids: Sequence[int], scorer_factory=_default_scorer, claimant: Claimant | None = None
+) -> dict[str, int]:
     """Explain scored messages and move them to review.
 
-    Promises: only messages still `scored` are touched (a second delivery finds nothing to do);
-    per message, each method of engine.METHODS (Integrated Gradients, occlusion) is stored once
-    per prediction with every number of its faithfulness check, its rule agreement, n_steps,
-    convergence delta and compute time, plus the attention diagnostic of the driving window;
-    the work is batched across the messages. A message whose explanation could not be computed
-    gets Explanation rows with status=failed and the reason, and still reaches in_review
-    (directly from scored, with the reason in status_reason): nothing waits forever. A message
-    with at least one computed explanation goes scored -> explained -> in_review. Database
-    errors propagate, so that the task retries; so does DeviceFailed (a CUDA error: the task goes
-    back to the queue and the worker stops taking model work). A message the device had no memory for, even
-    alone, is no failure: nothing is written for it, it stays `scored` and is published again
-    RETRY_EXPLAIN_COUNTDOWN_S later, for any worker (the sweeper too republishes it)."""
+    Promises: only messages still `scored` are touched (a second delivery, or a message another
+    live worker process has claimed, is skipped); per message, each method of engine.METHODS
+    (Integrated Gradients, occlusion) is stored once per prediction with every number of its
+    faithfulness check, its rule agreement, n_steps, convergence delta and compute time, plus
+    the attention diagnostic of the driving window; the work is batched across the messages. A
+    message whose explanation could not be computed gets Explanation rows with status=failed
+    and the reason, and still reaches in_review (directly from scored, with "explanation failed:
+    <reason>" in status_reason): nothing waits forever. A message with at least one computed
+    explanation goes scored -> explained -> in_review.
+
+    The batch is claimed (scoring.services.claims) once the models are loaded: a batch that
+    crashes the worker or runs past the soft time limit is split in two until the message that
+    does it is alone; that message is charged (explain_attempts), and at MAX_ATTEMPTS it gets a
+    recorded explanation failure and goes to review, so it never blocks the gpu queue. Database
+    errors propagate uncharged, so that the task retries; so does DeviceFailed (a CUDA error:
+    the task goes back to the queue and the worker stops taking model work). A message the
+    device had no memory for, even alone, is no failure: nothing is written for it, it stays
+    `scored` and is published again RETRY_EXPLAIN_COUNTDOWN_S later, for any worker (the sweeper
+    too republishes it)."""
     ids = sorted({int(i) for i in message_ids})
     messages = list(
         Message.objects.filter(id__in=ids, status=MessageStatus.SCORED)
         .select_related("routing_prediction__model_version")
         .prefetch_related("rule_matches")
     )
+    exhausted = [m for m in messages if m.explain_attempts >= settings.MAX_ATTEMPTS]
+    failed = _record_exhausted(exhausted) if exhausted else 0
+    messages = [m for m in messages if m.explain_attempts < settings.MAX_ATTEMPTS]
+    if not messages:
+        return {"explained": 0, "failed": failed, "deferred": 0, "skipped": len(ids) - failed}
+    scorers = _load_scorers([m for m in messages if m.routing_prediction is not None], scorer_factory)
+    claimant = claimant or Claimant.here()
+    start = work_claim_begin(stage=WorkStage.EXPLAIN, message_ids=[m.pk for m in messages], claimant=claimant)
+    mine = set(start.work)
+    messages = [m for m in messages if m.pk in mine]
+    if not messages:
+        return {"explained": 0, "failed": failed, "deferred": 0, "skipped": len(ids) - failed}
+    try:
+        with work_claim_heartbeat(claim=start.claim, enabled=claimant.heartbeat):
+            counts = _explain_claimed(messages, scorers, claim=start.claim)
+    except SoftTimeLimitExceeded:
+        limit = settings.EXPLAIN_SOFT_TIME_LIMIT_SECONDS
+        work_claim_crashed(claim=start.claim, reason=f"explaining ran past the soft time limit ({limit} s)")
+        return {"explained": 0, "failed": failed, "deferred": 0, "skipped": len(ids) - failed}
+    except (OperationalError, InterfaceError, DeviceFailed):  # transient: no crash, nothing charged
+        work_claim_release(claim=start.claim)
+        raise
+    except Exception as exc:
+        logger.exception("an explanation batch of %d messages raised", len(messages))
+        work_claim_crashed(claim=start.claim, reason=f"explaining raised {exc!r}"[:500])
+        raise
+    counts["failed"] += failed
+    counts["skipped"] = len(ids) - counts["explained"] - counts["failed"] - counts["deferred"]
+    return counts
+
+
+def _record_exhausted(messages: Sequence[Message]) -> int:
+    """Messages that crashed or timed out their explanation batch alone MAX_ATTEMPTS times: a
+    recorded failure of every method, and on to review without a highlight."""
+    moved = 0
+    with transaction.atomic():
+        for message in messages:
+            reason = (
+                f"explaining crashed or timed out its worker {message.explain_attempts} times with "
+                f"this message alone; last: {message.status_reason or 'no reason recorded'}"
+            )
+            if message.routing_prediction is not None:
+                outcome = _failed(reason)
+                existing = set(
+                    Explanation.objects.filter(prediction=message.routing_prediction).values_list(
+                        "method", flat=True
+                    )
+                )
+                Explanation.objects.bulk_create(
+                    _explanation_row(message, outcome, result)
+                    for result in outcome.methods.values()
+                    if result.method not in existing
+                )
+            moved += messages_transition(
+                message_ids=[message.pk],
+                from_statuses=[MessageStatus.SCORED],
+                to_status=MessageStatus.IN_REVIEW,
+                reason=f"explanation failed: {reason}"[:2000],
+            )
+    return moved
+
+
+def _explain_claimed(messages: list[Message], scorers: dict[int, object], *, claim) -> dict[str, int]:
+    """Compute and store the claimed messages' explanations; the claim ends in the writing
+    transaction."""
     unpredicted = [m.pk for m in messages if m.routing_prediction is None]
     messages = [m for m in messages if m.routing_prediction is not None]
-    outcomes = _compute(messages, scorer_factory) if messages else {}
+    outcomes = _compute(messages, scorers) if messages else {}
 
     explained = failed = 0
     with transaction.atomic():
@@ -223,7 +340,10 @@ def messages_explain_batch(*, message_ids: Sequence[int], scorer_factory=_defaul
         AttentionDiagnostic.objects.bulk_create(attention_rows)
         if ok_ids:
             messages_transition(
-                message_ids=ok_ids, from_statuses=[MessageStatus.SCORED], to_status=MessageStatus.EXPLAINED
+                message_ids=ok_ids,
+                from_statuses=[MessageStatus.SCORED],
+                to_status=MessageStatus.EXPLAINED,
+                status_reason="",  # a crash noted while it waited is history now
             )
             explained = messages_transition(
                 message_ids=ok_ids, from_statuses=[MessageStatus.EXPLAINED], to_status=MessageStatus.IN_REVIEW
@@ -243,6 +363,7 @@ def messages_explain_batch(*, message_ids: Sequence[int], scorer_factory=_defaul
                 to_status=MessageStatus.IN_REVIEW,
                 reason="explanation failed: the message has no routing prediction to explain",
             )
+        work_claim_end(claim=claim)
         if deferred:
             logger.warning("%d messages did not fit in device memory; explained later", len(deferred))
             # the sweeper's clock restarts, so that one retry is in flight per message
@@ -254,5 +375,4 @@ def messages_explain_batch(*, message_ids: Sequence[int], scorer_factory=_defaul
                     message_ids=deferred, countdown=RETRY_EXPLAIN_COUNTDOWN_S
                 )
             )
-    skipped = len(ids) - explained - failed - len(deferred)
-    return {"explained": explained, "failed": failed, "deferred": len(deferred), "skipped": skipped}
+    return {"explained": explained, "failed": failed, "deferred": len(deferred), "skipped": 0}

@@ -1,14 +1,17 @@
 """Queue health: what waits (per status, with the age of the oldest message since it was
-received), live review locks, the model workers' devices (a worker that cannot use its device
-consumes nothing: scoring.worker), and decisions per reviewer per day."""
+received), what failed for good (scoring refused it, or it crashed its worker alone MAX_ATTEMPTS
+times: a compliance admin retries it on the failed-messages page) and the messages that reached
+review with a failed explanation, live review locks, the model workers' devices (a worker that
+cannot use its device consumes nothing: scoring.worker), and decisions per reviewer per day."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
 from django.contrib.auth.models import User
-from django.db.models import Count, Min
+from django.db.models import Count, Max, Min
 from django.db.models.functions import TruncDate
+from django.urls import reverse
 from django.utils import timezone
 
 from monitoring.constants import QUEUE_DAYS, WAITING_STATUSES
@@ -40,6 +43,9 @@ def queue_health(*, now: datetime | None = None, days: int = QUEUE_DAYS) -> dict
                 "oldest_age_seconds": max(0.0, (now - oldest).total_seconds()) if oldest else None,
             }
         )
+    failed = Message.objects.filter(status=MessageStatus.FAILED).aggregate(
+        n=Count("id"), oldest=Min("failed_at"), latest=Max("failed_at")
+    )
     since = (now - timedelta(days=days)).astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     rows = list(
         ReviewDecision.objects.filter(created_at__gte=since)
@@ -52,6 +58,15 @@ def queue_health(*, now: datetime | None = None, days: int = QUEUE_DAYS) -> dict
     return {
         "now": now.isoformat(),
         "waiting": waiting,
+        "failed": {
+            "messages": failed["n"],
+            "oldest_failed_at": failed["oldest"].isoformat() if failed["oldest"] else None,
+            "latest_failed_at": failed["latest"].isoformat() if failed["latest"] else None,
+            "url": reverse("monitoring:failed"),
+        },
+        "explanation_failed_in_review": Message.objects.filter(
+            status=MessageStatus.IN_REVIEW, status_reason__startswith="explanation failed"
+        ).count(),
         "live_locks": ReviewLock.objects.filter(expires_at__gt=now).count(),
         "workers": worker_devices(now=now),
         "days": days,

@@ -4,25 +4,35 @@ Exactly-once scoring rests on three guards rather than on the broker: a message 
 only from `received`/`queued` (rows locked and re-read inside the writing transaction), a
 Prediction is unique per (message, model version), and all writes of a batch happen in one
 transaction. A task that is delivered twice (a killed worker, a sweeper re-enqueue) therefore
-finds nothing left to do. How tasks are published: scoring.services.queueing."""
+finds nothing left to do. A batch that crashes its worker is split until the message that does
+it is alone (scoring.services.claims). How tasks are published: scoring.services.queueing."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from billiard.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from compliance_site.db import skip_locked
 from scoring import routing
 from scoring.constants import MessageStatus
 from scoring.errors import DeviceFailed, DeviceOutOfMemory, ModelNotReady, ScoringInputError
-from scoring.models import ClaimType, Message, ModelVersion, Prediction, RuleMatch
+from scoring.models import ClaimType, Message, ModelVersion, Prediction, RuleMatch, WorkStage
 from scoring.segmentation import segments_json
+from scoring.services.claims import (
+    Claimant,
+    work_claim_begin,
+    work_claim_crashed,
+    work_claim_end,
+    work_claim_heartbeat,
+    work_claim_release,
+)
 from scoring.services.queueing import messages_enqueue_explanation, messages_retry_scoring
 from scoring.services.transitions import path_fields
 
@@ -56,27 +66,27 @@ def _default_scorer(version: ModelVersion):
     return get_scorer(version)
 
 
-def _score_isolating_failures(scorer, bodies: list[str]) -> list[object]:
-    """Score the batch; if it fails as a whole, score one by one so that one bad message
-    fails alone (its exception is returned in its place). A message that does not fit in the
-    device's memory gets its DeviceOutOfMemory in its place: the caller defers it, never fails it.
-    A batch under which the device itself failed (a CUDA error) raises DeviceFailed: no message
-    is judged by a broken device."""
+def _score_bisecting(scorer, bodies: list[str]) -> list[object]:
+    """Score the texts; a call that raises is split in two, and so on, until the text that makes
+    it raise is alone and gets its exception in its place (one bad text among 256 costs about 16
+    calls, not 256). A message that does not fit in the device's memory gets its
+    DeviceOutOfMemory in its place: the caller defers it, never fails it. A call under which the
+    device itself failed (a CUDA error) raises DeviceFailed: no message is judged by a broken
+    device."""
     from scoring.classifier.device_check import is_device_failure
 
     try:
         return list(scorer.score(bodies))
-    except Exception as batch_exc:
-        if is_device_failure(batch_exc):
-            raise DeviceFailed(str(batch_exc)) from batch_exc
-        logger.warning("batch scoring failed (%s); isolating messages", batch_exc)
-    results: list[object] = []
-    for body in bodies:
-        try:
-            results.append(scorer.score([body])[0])
-        except Exception as exc:
-            results.append(exc)
-    return results
+    except SoftTimeLimitExceeded:  # the task's time is up: no text's fault
+        raise
+    except Exception as exc:
+        if is_device_failure(exc):
+            raise DeviceFailed(str(exc)) from exc
+        if len(bodies) == 1:
+            return [exc]
+        logger.warning("scoring %d texts failed (%s); splitting them", len(bodies), exc)
+    middle = len(bodies) // 2
+    return _score_bisecting(scorer, bodies[:middle]) + _score_bisecting(scorer, bodies[middle:])
 
 
 def _lock_scorable(ids: list[int]) -> list[Message]:
@@ -84,42 +94,69 @@ def _lock_scorable(ids: list[int]) -> list[Message]:
 
 
 def messages_score_batch(
-    *, message_ids: Sequence[int], scorer_factory: ScorerFactory = _default_scorer
+    *,
+    message_ids: Sequence[int],
+    scorer_factory: ScorerFactory = _default_scorer,
+    claimant: Claimant | None = None,
 ) -> BatchOutcome:
     """Score the given messages with the active model version, match rules, store one
     Prediction and the RuleMatches per message, and route each one (see scoring.routing).
 
-    Idempotent: messages no longer in received/queued are skipped. A message the scorer
-    refuses is marked failed with the reason without failing the others. Flagged and
-    rule-hit messages are sent to the explanation queue after commit.
+    Idempotent: messages no longer in received/queued are skipped, and so are messages another
+    live worker process has claimed. A message the scorer refuses is marked failed with the
+    reason without failing the others (a call that raises is bisected down to that message).
+    Flagged and rule-hit messages are sent to the explanation queue after commit.
 
-    What is not a message's fault charges no attempt (`_count_attempt`): the model (and its
-    device) is loaded before any attempt is counted, so a worker that cannot load it raises
-    without charging; a message that does not fit in the device's memory even alone is left
-    queued, its attempt given back, and published again for another try (another worker, or
-    this one with more memory free) after commit."""
+    The batch is claimed (scoring.services.claims) after the model is loaded and before any
+    work: a batch that crashes the worker, or runs past the soft time limit, is split in two
+    until the message that does it is alone, and only that message is charged (failed at
+    MAX_ATTEMPTS). Nothing else charges an attempt: a model (or device) that cannot be loaded,
+    a transient database error (the claim is released and the task retries), a device that
+    fails (DeviceFailed: the task goes back to the queue), a message that does not fit in the
+    device's memory even alone (left queued and published again after commit)."""
+    version = active_model_version()
+    scorable = list(
+        Message.objects.filter(id__in=list(message_ids), status__in=SCORABLE).values_list("id", flat=True)
+    )
+    if not scorable:
+        return BatchOutcome(0, 0, len(message_ids), [])
+    scorer = scorer_factory(version)
+    claimant = claimant or Claimant.here()
+    start = work_claim_begin(stage=WorkStage.SCORE, message_ids=scorable, claimant=claimant)
+    if not start.work:
+        return BatchOutcome(0, 0, len(message_ids), [])
+    try:
+        with work_claim_heartbeat(claim=start.claim, enabled=claimant.heartbeat):
+            outcome = _score_claimed(start.work, version=version, scorer=scorer, claim=start.claim)
+    except SoftTimeLimitExceeded:
+        limit = settings.SCORING_SOFT_TIME_LIMIT_SECONDS
+        work_claim_crashed(claim=start.claim, reason=f"scoring ran past the soft time limit ({limit} s)")
+        return BatchOutcome(0, 0, len(message_ids), [])
+    except (OperationalError, InterfaceError, DeviceFailed):  # transient: no crash, nothing charged
+        work_claim_release(claim=start.claim)
+        raise
+    except Exception as exc:
+        logger.exception("a scoring batch of %d messages raised", len(start.work))
+        work_claim_crashed(claim=start.claim, reason=f"scoring raised {exc!r}"[:500])
+        raise
+    skipped = len(message_ids) - outcome.scored - outcome.failed - outcome.deferred
+    return replace(outcome, skipped=skipped)
+
+
+def _score_claimed(ids: list[int], *, version: ModelVersion, scorer, claim) -> BatchOutcome:
+    """Score, store and route the claimed messages; the claim ends in the writing transaction."""
     from scoring.routing import routing_rule_hits
     from scoring.selectors import active_compiled_rules
 
-    version = active_model_version()
-    if not Message.objects.filter(id__in=list(message_ids), status__in=SCORABLE).exists():
-        return BatchOutcome(0, 0, len(message_ids), [])
-    scorer = scorer_factory(version)
-    poisoned = _count_attempt(message_ids)
     candidates = list(
-        Message.objects.filter(id__in=list(message_ids), status__in=SCORABLE).only(
-            "id", "body", "external_id"
-        )
+        Message.objects.filter(id__in=ids, status__in=SCORABLE).only("id", "body", "external_id")
     )
     if not candidates:
-        return BatchOutcome(0, poisoned, len(message_ids) - poisoned, [])
+        work_claim_end(claim=claim)
+        return BatchOutcome(0, 0, 0, [])
 
     started = time.perf_counter()
-    try:
-        results = _score_isolating_failures(scorer, [m.body for m in candidates])
-    except DeviceFailed:
-        _give_back_attempt([m.pk for m in candidates])
-        raise
+    results = _score_bisecting(scorer, [m.body for m in candidates])
     per_message_ms = (time.perf_counter() - started) * 1000.0 / len(candidates)
     compiled_rules = active_compiled_rules()
     hits = {
@@ -188,6 +225,7 @@ def messages_score_batch(
             message.has_rule_hit = bool(hits[message.pk])
             message.route_reason = decided.reason
             message.is_qa_sample = decided.is_qa_sample
+            message.status_reason = ""  # a crash noted while it waited is history now
             if decided.needs_explanation:
                 _move(message, [MessageStatus.SCORED], now)
                 to_explain.append(message.pk)
@@ -217,11 +255,11 @@ def messages_score_batch(
                 "updated_at",
             ],
         )
+        work_claim_end(claim=claim)
         if to_explain:
-            ids = list(to_explain)
-            transaction.on_commit(lambda: messages_enqueue_explanation(message_ids=ids))
+            ids_to_explain = list(to_explain)
+            transaction.on_commit(lambda: messages_enqueue_explanation(message_ids=ids_to_explain))
         if deferred:
-            _give_back_attempt(deferred)
             logger.warning("%d messages did not fit in device memory; published again", len(deferred))
             transaction.on_commit(lambda: messages_retry_scoring(message_ids=deferred))
         scored_ids = [m.pk for m in updates if m.status != MessageStatus.FAILED]
@@ -230,8 +268,7 @@ def messages_score_batch(
 
             # After routing has committed: a challenger never delays the active model's work.
             transaction.on_commit(lambda: messages_enqueue_shadow(message_ids=scored_ids))
-    skipped = len(message_ids) - scored - failed - poisoned - len(deferred)
-    return BatchOutcome(scored, failed + poisoned, skipped, to_explain, deferred=len(deferred))
+    return BatchOutcome(scored, failed, 0, to_explain, deferred=len(deferred))
 
 
 def _move(message: Message, path: list[str], now) -> None:
@@ -243,36 +280,6 @@ def _move(message: Message, path: list[str], now) -> None:
         path = [MessageStatus.QUEUED, *path]
     for field, value in path_fields(from_status=message.status, path=path, now=now).items():
         setattr(message, field, value)
-
-
-def _count_attempt(message_ids: Sequence[int]) -> int:
-    """Record that a worker starts scoring these messages (committed at once, so it survives a
-    crash). A message that was started MAX_ATTEMPTS times without ever being written is taking
-    workers down with it: it is failed with that reason, and the rest of its batch goes on."""
-    from django.db.models import F
-
-    ids = list(message_ids)
-    with transaction.atomic():
-        poisoned = Message.objects.filter(
-            id__in=ids, status__in=SCORABLE, attempts__gte=settings.MAX_ATTEMPTS
-        ).update(
-            status=MessageStatus.FAILED,
-            failed_at=timezone.now(),
-            updated_at=timezone.now(),
-            status_reason=f"scoring started {settings.MAX_ATTEMPTS} times and never completed "
-            "(the worker died each time)",
-        )
-        Message.objects.filter(id__in=ids, status__in=SCORABLE).update(attempts=F("attempts") + 1)
-    return poisoned
-
-
-def _give_back_attempt(message_ids: Sequence[int]) -> None:
-    """Undo `_count_attempt` for messages whose try ended without a crash or a verdict."""
-    from django.db.models import F
-
-    Message.objects.filter(id__in=list(message_ids), status__in=SCORABLE, attempts__gt=0).update(
-        attempts=F("attempts") - 1
-    )
 
 
 def prediction_from_result(

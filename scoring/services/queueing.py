@@ -8,9 +8,11 @@ Where scoring tasks come from:
   `received` into batches, so a stream of single POSTs becomes a few batched tasks instead of
   one task per message (messages_request_gather);
 - the sweeper (celery beat, every SWEEP_INTERVAL_SECONDS) gathers whatever still waits (a
-  gather request lost to a broker outage) and republishes work whose task may be lost: `queued`
-  messages older than STUCK_AFTER_SECONDS and flagged `scored` messages whose explanation never
-  came.
+  gather request lost to a broker outage), recovers the batches of worker processes that died
+  (their work claims: scoring.services.claims, split and published again within a sweep on this
+  host, WORK_CLAIM_STALE_SECONDS elsewhere) and republishes work whose task may be lost without
+  a claim: `queued` messages older than STUCK_AFTER_SECONDS and flagged `scored` messages whose
+  explanation never came.
 
 Why a requested gather and not a beat tick: a gather every 0.5 s from beat wakes beat, a
 worker and the database twice a second whether or not anything waits, and measured on a 2-core
@@ -146,18 +148,23 @@ class SweepResult:
     received_enqueued: int
     stuck_requeued: int
     explanations_requeued: int
+    claims_recovered: int = 0
 
 
 def messages_sweep(*, now=None, limit: int = 20_000) -> SweepResult:
-    """Re-enqueue work that waits too long, so a broker outage delays work but never loses it:
-    `received` messages (as a gather does), `queued` messages older than
-    STUCK_AFTER_SECONDS (their task may be lost), and flagged `scored` messages whose
-    explanation never came. Waiting is never a failure: a duplicate task is a cheap no-op
-    (scoring is idempotent); only a worker that repeatedly starts and never finishes a message
-    fails it (see scoring.services.pipeline.messages_score_batch)."""
+    """Re-enqueue work that waits too long, so a broker outage or a killed worker delays work
+    but never loses it: `received` messages (as a gather does), the batches of worker processes
+    that are gone (their claims: split and published again, scoring.services.claims), `queued`
+    messages older than STUCK_AFTER_SECONDS (their task may be lost), and flagged `scored`
+    messages whose explanation never came. Waiting is never a failure: a duplicate task is a
+    cheap no-op (scoring is idempotent); only a message that crashes its worker alone
+    MAX_ATTEMPTS times fails."""
+    from scoring.services.claims import work_claims_recover
+
     now = now or timezone.now()
     stuck_before = now - timedelta(seconds=settings.STUCK_AFTER_SECONDS)
     received_enqueued = messages_gather(limit=limit)
+    claims_recovered = work_claims_recover()
     stuck_ids = list(
         Message.objects.filter(status=MessageStatus.QUEUED, queued_at__lt=stuck_before)
         .order_by("id")
@@ -165,7 +172,7 @@ def messages_sweep(*, now=None, limit: int = 20_000) -> SweepResult:
     )
     stuck_requeued = _republish(stuck_ids, now=now)
     explanations_requeued = _sweep_explanations(stuck_before=stuck_before, limit=limit)
-    return SweepResult(received_enqueued, stuck_requeued, explanations_requeued)
+    return SweepResult(received_enqueued, stuck_requeued, explanations_requeued, claims_recovered)
 
 
 def _republish(ids: list[int], *, now, countdown: float | None = None) -> int:

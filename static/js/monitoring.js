@@ -437,9 +437,27 @@
     return (seconds / 86400).toFixed(1) + " days";
   }
 
+  // Waiting and failed messages side by side: a failed message waits on a person (retry), for ever.
+  function drawQueueStates(data) {
+    var failed = data.failed || { messages: 0 };
+    var x = data.waiting.map(function (w) { return w.label; }).concat(["Failed"]);
+    var y = data.waiting.map(function (w) { return w.messages; }).concat([failed.messages]);
+    var colors = data.waiting.map(function () { return "#0b5cad"; }).concat(["#b00020"]);
+    Plotly.newPlot(el("chart-queue-states"), [{ type: "bar", x: x, y: y, marker: { color: colors }, name: "messages" }],
+      layout("Messages by state now (failed in red)", { showlegend: false }), PLOT_CONFIG);
+    var summary = failed.messages
+      ? failed.messages + " failed for good (latest " + failed.latest_failed_at + "): see the failed messages page to retry them."
+      : "No message has failed.";
+    if (data.explanation_failed_in_review) {
+      summary += " " + data.explanation_failed_in_review + " in review without a highlight (explanation failed).";
+    }
+    text("summary-queue-failed", summary);
+  }
+
   function drawQueue(data) {
     table("queue-waiting", "Waiting messages (" + data.live_locks + " claimed by a reviewer now)", ["status", "messages", "oldest received", "age of the oldest"],
       data.waiting.map(function (w) { return [w.label, { text: w.messages, num: true }, w.oldest_received_at || "", age(w.oldest_age_seconds)]; }));
+    drawQueueStates(data);
     var workers = data.workers || [];
     var blocked = workers.filter(function (w) { return !w.usable && !w.stale; });
     table("queue-workers",

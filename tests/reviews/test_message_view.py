@@ -92,7 +92,7 @@ def test_a_failed_explanation_says_so_and_highlights_nothing(reviewer_client):
         passed=None,
     )
     html = page(reviewer_client, message)
-    assert "The explanation could not be computed." in html
+    assert "Explanation failed:" in html
     assert "Integrated Gradients did not converge." in html
     body = re.search(r'<div class="message-body"[^>]*>(.*?)</div>', html, re.S).group(1)
     assert "heat-" not in body

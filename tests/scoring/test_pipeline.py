@@ -156,20 +156,6 @@ def test_scoring_the_same_batch_twice_writes_nothing_the_second_time(tiny_model_
     assert Prediction.objects.filter(message_id__in=ids).count() == 5
 
 
-def test_a_message_started_too_often_without_finishing_is_failed_as_poison(tiny_model_version):
-    with override_settings(MAX_ATTEMPTS=3):
-        poison = queued(NEUTRAL, attempts=3)
-        fine = queued(NEUTRAL + " again", attempts=1)
-        with mock.patch("scoring.services.pipeline.messages_enqueue_explanation"):
-            outcome = messages_score_batch(message_ids=[poison.pk, fine.pk])
-
-    poison.refresh_from_db()
-    fine.refresh_from_db()
-    assert poison.status == MessageStatus.FAILED and "never completed" in poison.status_reason
-    assert fine.status != MessageStatus.FAILED and fine.attempts == 2
-    assert outcome.failed == 1
-
-
 def test_without_an_active_model_scoring_raises_model_not_ready_and_changes_nothing():
     message = queued(NEUTRAL)
 

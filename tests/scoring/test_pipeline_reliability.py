@@ -11,12 +11,14 @@ import time
 import pytest
 import redis
 import torch
+from django.db import transaction
 from django.db.models import Count
 from django.test import override_settings
 from rest_framework.test import APIClient
 
 from scoring.constants import MessageStatus
-from scoring.models import Message, Prediction, WorkerDevice
+from scoring.liveness import process_alive
+from scoring.models import Message, Prediction, WorkClaim, WorkerDevice
 from scoring.services.queueing import messages_sweep
 from tests.conftest import require_or_skip
 from tests.factories import UserFactory
@@ -144,7 +146,7 @@ def test_a_worker_that_cannot_use_its_gpu_takes_nothing_and_a_worker_that_can_sc
     finally:
         able.stop()
     assert_exactly_one_prediction_each(ids)
-    assert set(Message.objects.filter(id__in=ids).values_list("attempts", flat=True)) == {1}
+    assert set(Message.objects.filter(id__in=ids).values_list("attempts", flat=True)) == {0}  # no crash
 
 
 def test_ingestion_while_redis_is_down_is_accepted_and_scored_once_redis_is_back(api, redis_server):
@@ -217,3 +219,60 @@ def test_the_embedded_filesystem_broker_runs_a_real_worker_without_any_server(ap
         worker.stop()
 
     assert_exactly_one_prediction_each(ids)
+
+
+def fs_folders(root) -> dict:
+    return {
+        "data_folder_in": str(root / "queue"),
+        "data_folder_out": str(root / "queue"),
+        "processed_folder": str(root / "processed"),
+        "control_folder": str(root / "control"),
+        "polling_interval": 0.1,
+    }
+
+
+def kill_mid_batch(worker: CeleryWorker) -> WorkClaim:
+    """SIGKILL `worker` (parent and pool child) while it holds a batch it has not written: the
+    batch's claim row is locked first, so the worker cannot write and end it in between."""
+    for _ in range(5):
+        claimed = WorkClaim.objects.filter(stage="score")
+        wait_until(claimed.exists, timeout=120, what="a batch claimed")
+        with transaction.atomic():
+            claim = WorkClaim.objects.select_for_update().filter(stage="score").first()
+            if claim is not None:  # else it was written just before: wait for the next one
+                worker.kill()
+                return claim
+    raise AssertionError("no batch could be caught mid-way")
+
+
+@override_settings(SCORING_BATCH_SIZE=20, STUCK_AFTER_SECONDS=300)
+def test_a_batch_whose_worker_was_sigkilled_on_the_filesystem_broker_is_recovered_by_the_next_sweep(
+    api, tmp_path
+):
+    # given make run's broker, which loses the task a SIGKILLed worker holds (kombu's filesystem
+    # transport deletes a message's file when a worker takes it), and three batches of 20
+    folders = fs_folders(tmp_path)
+    env = {"CLAIMWATCH_BROKER_DIR": str(tmp_path)}
+    victim = CeleryWorker(broker_url="filesystem://", name="fs-victim", **env).start()
+    try:
+        with broker("filesystem://", folders):
+            ids = bulk(api, 0, 60, prefix="sigkill")
+        # when its worker is killed mid-batch
+        claim = kill_mid_batch(victim)
+    finally:
+        victim.stop()
+    wait_until(lambda: not process_alive(claim.pid), timeout=30, what="the killed pool child to be gone")
+    survivor = CeleryWorker(broker_url="filesystem://", name="fs-survivor", **env).start()
+    try:
+        with broker("filesystem://", folders):
+            # then the first sweep after the kill finds the batch (its process is gone) and
+            # publishes it again, in halves: not STUCK_AFTER_SECONDS (300 s) later
+            first = messages_sweep()
+            assert first.claims_recovered == 1 and first.stuck_requeued == 0
+            wait_until(lambda: scored_count(ids) == 60, timeout=120, what="all 60 messages after the kill")
+    finally:
+        survivor.stop()
+
+    assert_exactly_one_prediction_each(ids)
+    assert set(Message.objects.filter(id__in=ids).values_list("attempts", flat=True)) == {0}
+    assert not WorkClaim.objects.exists()

@@ -129,6 +129,16 @@ ROUTES: list[Route] = [
     Route("explanations:faithfulness", "post", url("explanations:faithfulness"), R()),
     Route("monitoring:dashboard", "get", url("monitoring:dashboard"), R({ADMIN})),
     Route("monitoring:dashboard", "post", url("monitoring:dashboard"), R()),
+    Route("monitoring:failed", "get", url("monitoring:failed"), R({ADMIN})),
+    Route("monitoring:failed", "post", url("monitoring:failed"), R()),
+    Route(
+        "monitoring:failed_retry",
+        "post",
+        url("monitoring:failed_retry", "in_review"),
+        R({ADMIN}),
+        data={"reason": "x"},
+    ),
+    Route("monitoring:failed_retry", "get", url("monitoring:failed_retry", "in_review"), R()),
     *(
         Route(name, method, url(name), R({ADMIN}) if method == "get" else R(), kind="api")
         for name in METRICS_ENDPOINTS

@@ -6,10 +6,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from monitoring.api_urls import ENDPOINTS
 from reviews.roles import Role
-from tests.factories import UserFactory
+from tests.factories import MessageFactory, UserFactory
 from tests.monitoring.conftest import day_at, decide, explained, routed
 from tests.reviews.browser.conftest import screenshot, sign_in
 
@@ -23,6 +24,7 @@ CHARTS = (
     "chart-rules",
     "chart-explanations",
     "chart-queue",
+    "chart-queue-states",
 )
 
 
@@ -58,6 +60,7 @@ def monitored(settings, committed_decisions):
 
 
 def test_an_admin_sees_every_chart_drawn_with_its_table_and_the_alert(new_page, monitored):
+    MessageFactory(status="failed", failed_at=timezone.now(), status_reason="crashed its worker alone")
     page = new_page()
     sign_in(page, "carl_admin")
 
@@ -71,6 +74,7 @@ def test_an_admin_sees_every_chart_drawn_with_its_table_and_the_alert(new_page, 
     assert "ALERT" in page.text_content("#table-disagreement")
     assert page.inner_text("#summary-quality").startswith("Precision")
     assert page.inner_text("#monitoring-status") == ""
+    assert page.inner_text("#summary-queue-failed").startswith("1 failed for good")
     screenshot(page, "monitoring-dashboard")
     # plotly.js itself sets a few style attributes the policy blocks (see the review browser
     # tests); nothing of ours may be blocked, and no script at all.
