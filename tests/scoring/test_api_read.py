@@ -138,4 +138,5 @@ def test_decision_records_in_the_detail_follow_the_role_table(reviewer, auditor,
 
     assert decision_ids(auditor) == decision_ids(admin_user) == sorted([mine.pk, theirs.pk])
     assert decision_ids(reviewer) == [mine.pk]  # their own, not the admin's second-level decision
-    assert decision_ids(service_account) == []  # the ingest service reads no records
+    # the ingest service reads no message at all, records least of all (its feed's status only)
+    assert client_for(service_account).get(f"/api/messages/{message.pk}/").status_code == 403
