@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 import django_filters
@@ -214,12 +215,19 @@ class StrictBooleanFilter(django_filters.BooleanFilter):
 
 
 class StrictIsoDateTimeField(IsoDateTimeField):
-    """An ISO 8601 date-time; an empty value is refused, not taken for "no filter"."""
+    """An ISO 8601 date-time, compared in UTC; an empty value is refused, not taken for "no
+    filter". (PostgreSQL refuses a UTC offset beyond 15:59, which ISO 8601 allows.)"""
 
     def to_python(self, value: Any):
         if value == "":
             raise forms.ValidationError("Must be an ISO 8601 date-time.", code="invalid")
-        return super().to_python(value)
+        moment = super().to_python(value)
+        if moment is None or moment.tzinfo is None:
+            return moment
+        try:
+            return moment.astimezone(UTC)
+        except OverflowError as exc:
+            raise forms.ValidationError("The date-time is out of range in UTC.", code="invalid") from exc
 
 
 class StrictIsoDateTimeFilter(django_filters.IsoDateTimeFilter):

@@ -349,7 +349,17 @@ def _wsgi_server() -> Iterator[int]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = make_server("127.0.0.1", 0, get_wsgi_application(), handler_class=Quiet)
+    from django.db import connections
+
+    application = get_wsgi_application()
+
+    def app(environ, start_response):  # the server thread leaves no database connection open
+        try:
+            return application(environ, start_response)
+        finally:
+            connections.close_all()
+
+    server = make_server("127.0.0.1", 0, app, handler_class=Quiet)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
