@@ -29,8 +29,9 @@ RUN useradd --create-home --uid 1000 --user-group claimwatch \
     && chown -R claimwatch:claimwatch /app/var
 USER claimwatch
 
-# collectstatic needs a key to import settings; this throwaway one never serves a request.
-RUN DEBUG=0 SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput --verbosity 0
+# collectstatic needs the secrets to import settings; these throwaway ones never serve a request.
+RUN DEBUG=0 SECRET_KEY=collectstatic-only QA_SAMPLE_SALT=collectstatic-only-salt \
+    python manage.py collectstatic --noinput --verbosity 0
 
 EXPOSE 8000
 CMD ["gunicorn", "compliance_site.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3"]

@@ -3,6 +3,9 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Every target here is development: the settings default to production (DEBUG off, SECRET_KEY and
+# QA_SAMPLE_SALT required), so make turns DEBUG on unless the environment says otherwise.
+export DEBUG ?= 1
 
 .PHONY: run test lint format install migrate model worker beat web demo clean-var
 

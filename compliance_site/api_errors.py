@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -53,17 +53,34 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         message = str(data.get("detail", data)) if isinstance(data, dict) else str(data)
         details = None
     code = getattr(exc, "error_code", None) or _code_for(exc)
+    details = getattr(exc, "error_details", None) or details
     response.data = {"error": {"code": code, "message": message, "details": details}}
     return response
 
 
 class ApiError(exceptions.APIException):
-    """An API error with its own status and machine-readable code."""
+    """An API error with its own status, machine-readable code and, optionally, details."""
 
-    def __init__(self, *, status_code: int, code: str, message: str) -> None:
+    def __init__(self, *, status_code: int, code: str, message: str, details: Any = None) -> None:
         super().__init__(detail=message)
         self.status_code = status_code
         self.error_code = code
+        self.error_details = details
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="Machine-readable: invalid, not_found, conflict, throttled...")
+    message = serializers.CharField(help_text="Fit to show a person.")
+    details = serializers.JSONField(
+        allow_null=True,
+        help_text="For `invalid`: the errors per field (or per item of a bulk request); otherwise null.",
+    )
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The one shape of every API error (the schema's `Error`)."""
+
+    error = ErrorDetailSerializer()
 
 
 def conflict(message: str) -> ApiError:

@@ -7,7 +7,10 @@ helpers below reject malformed values with ImproperlyConfigured instead of guess
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -94,11 +97,43 @@ def default_base_model_path() -> str:
 VAR_DIR = Path(env_str("CLAIMWATCH_VAR_DIR", str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
-DEBUG = env_bool("DEBUG", True)
-if DEBUG:
-    SECRET_KEY = env_str("SECRET_KEY", "claimwatch-insecure-development-key-only-for-debug")
-else:
-    SECRET_KEY = env_str("SECRET_KEY")  # no default with DEBUG off
+# Production-safe by default: DEBUG is off unless the environment turns it on. `make run`
+# (Makefile) and the test configuration (pyproject's pytest `env`) set DEBUG=1 for development.
+DEBUG = env_bool("DEBUG", False)
+# Values that must never protect a deployment: .env.example's placeholders and the development
+# defaults below. A placeholder is refused even with DEBUG on (it was copied, not chosen).
+PLACEHOLDER_SECRETS = frozenset(
+    {"change-me-to-a-long-random-string", "change-me-to-another-long-random-string"}
+)
+# Refused with DEBUG off (env_secret): never a production value.
+DEVELOPMENT_SECRET_KEY = "claimwatch-insecure-development-key-only-for-debug"  # noqa: S105
+DEVELOPMENT_QA_SAMPLE_SALT = "claimwatch-insecure-development-qa-salt-only-for-debug"
+
+
+def env_secret(name: str, development_default: str) -> str:
+    """A secret from the environment: required with DEBUG off (where the development default is
+    refused too), and never one of .env.example's placeholders."""
+    if DEBUG:
+        value = env_str(name, development_default)
+    else:
+        try:
+            value = env_str(name)
+        except ImproperlyConfigured as exc:
+            raise ImproperlyConfigured(
+                f"Environment variable {name} is required with DEBUG off (the default). For development "
+                "set DEBUG=1, as `make run` and the tests do."
+            ) from exc
+        if value == development_default:
+            raise ImproperlyConfigured(f"{name} is the development default; set a secret of your own.")
+    if value.strip() in PLACEHOLDER_SECRETS:
+        raise ImproperlyConfigured(
+            f"{name} is the placeholder of .env.example; set a long random secret of your own "
+            "(python -c 'import secrets; print(secrets.token_urlsafe(50))')."
+        )
+    return value
+
+
+SECRET_KEY = env_secret("SECRET_KEY", DEVELOPMENT_SECRET_KEY)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -111,7 +146,7 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_filters",
@@ -187,10 +222,21 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-# Login rate limit (django-axes): lock an account/IP pair after repeated failures.
+# The client's address behind reverse proxies (compliance_site.client_ip), for the login lock and
+# the API throttles: the number of proxies in front of the app that append to CLIENT_IP_HEADER
+# (0: none, the socket address is the client and the header is ignored, as it must be when
+# clients can reach the app directly).
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
+CLIENT_IP_HEADER = "HTTP_" + env_str("CLIENT_IP_HEADER", "X-Forwarded-For").upper().replace("-", "_")
+
+# Login rate limit (django-axes): lock an account/address pair after repeated failures, and the
+# account across every address too, so that a guess spread over many addresses is stopped as
+# well (with one failure limit for both, the account's count trips first; the pair stays listed
+# for what it says, and for axes' own check W006). The lock page is rendered with status 429.
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = env_float("AXES_COOLOFF_MINUTES", 15.0, low=0.0) / 60.0
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "username"]
+AXES_CLIENT_IP_CALLABLE = "compliance_site.client_ip.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"  # rendered with status 429
@@ -236,11 +282,29 @@ if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # Content-Security-Policy (django-csp): no inline scripts, everything from our own origin.
+# plotly.js's stylesheet comes from static files (templates/includes/plotly_head.html); the only
+# inline styles it still writes are two constant style attributes, allowed by their hashes and
+# nothing else ('unsafe-hashes' lets a hash match an attribute): the empty one it gives colour-bar
+# fills, and the image-rendering declarations that keep heat-map cells crisp.
+PLOTLY_STYLE_ATTRIBUTES = (
+    "",
+    "image-rendering: optimizeSpeed; image-rendering: -moz-crisp-edges; image-rendering: "
+    "-o-crisp-edges; image-rendering: -webkit-optimize-contrast; image-rendering: optimize-contrast; "
+    "image-rendering: crisp-edges; image-rendering: pixelated; ",
+)
+
+
+def csp_hash(text: str) -> str:
+    """The CSP source expression that allows exactly this inline text."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],
         "script-src": ["'self'"],
         "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-hashes'", *map(csp_hash, PLOTLY_STYLE_ATTRIBUTES)],
         "img-src": ["'self'", "data:"],
         "font-src": ["'self'"],
         "connect-src": ["'self'"],
@@ -255,10 +319,12 @@ CONTENT_SECURITY_POLICY = {
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first: its WWW-Authenticate header makes a bad/missing credential a 401.
-        "rest_framework.authentication.TokenAuthentication",
+        "compliance_site.authentication.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Writes count against API_THROTTLE_INGEST, reads against API_THROTTLE_READ, per account.
+    "DEFAULT_THROTTLE_CLASSES": ["compliance_site.throttling.IngestOrReadThrottle"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -266,6 +332,29 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "compliance_site.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
+# API tokens (django-rest-knox): only a SHA-512 digest of each token is stored, so a copy of the
+# database holds no usable credential; a token expires API_TOKEN_TTL_DAYS after it was issued
+# (`manage.py issue_token` gives a service a new one, `manage.py revoke_token` ends one at once).
+API_TOKEN_TTL_DAYS = env_int("API_TOKEN_TTL_DAYS", 90, minimum=1)
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(days=API_TOKEN_TTL_DAYS),
+    "AUTH_HEADER_PREFIX": "Token",
+    "AUTO_REFRESH": False,
+}
+# Rates (DRF's "N/second|minute|hour|day") per account, or per client address without one: a
+# bulk request of up to BULK_MAX_ITEMS messages counts once.
+API_THROTTLE_INGEST = env_str("API_THROTTLE_INGEST", "3000/minute")
+API_THROTTLE_READ = env_str("API_THROTTLE_READ", "600/minute")
+# The cache holds the throttles' counters (and the pending-gather marker). Local memory, the
+# default, is per process: with several web processes (gunicorn's workers) each counts alone and
+# the real limit is a multiple of the rate. CACHE_URL=redis://host:6379/1 shares one count.
+CACHE_URL = env_str("CACHE_URL", "locmem://")
+if CACHE_URL.startswith(("redis://", "rediss://")):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+elif CACHE_URL == "locmem://":
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+else:
+    raise ImproperlyConfigured(f"CACHE_URL={CACHE_URL!r}: use redis://host:port/db or locmem://.")
 SPECTACULAR_SETTINGS = {
     "TITLE": "Claimwatch API",
     "DESCRIPTION": "Ingest messages, read predictions, explanations and review decisions.",
@@ -276,6 +365,15 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "MessageStatusEnum": "scoring.constants.MessageStatus",
+        "FeedStatusEnum": "scoring.constants.FeedStatus",
+    },
+    # Every status an operation can answer, with the one error body (compliance_site.api_schema).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "compliance_site.api_schema.add_error_responses",
+    ],
 }
 # Request bodies: the API limits a message body to MAX_BODY_CHARS; the raw request cap leaves
 # room for a full bulk request of such messages' JSON.
@@ -381,6 +479,12 @@ WORK_CLAIM_STALE_SECONDS = env_float("WORK_CLAIM_STALE_SECONDS", 60.0, low=1.0)
 if WORK_CLAIM_STALE_SECONDS < 3 * WORK_CLAIM_HEARTBEAT_SECONDS:
     raise ImproperlyConfigured("WORK_CLAIM_STALE_SECONDS must be at least 3 x WORK_CLAIM_HEARTBEAT_SECONDS.")
 QA_SAMPLE_RATE = env_float("QA_SAMPLE_RATE", 0.02, low=0.0, high=1.0)
+# The QA sample's selection is a keyed hash of the external id (scoring.routing.is_qa_sample): a
+# secret of its own, not SECRET_KEY, so that a sender who learns one secret cannot pick ids that
+# are never sampled, and rotating SECRET_KEY (sessions) does not change which messages were sampled.
+QA_SAMPLE_SALT = env_secret("QA_SAMPLE_SALT", DEVELOPMENT_QA_SAMPLE_SALT)
+if not DEBUG and QA_SAMPLE_SALT == SECRET_KEY:
+    raise ImproperlyConfigured("QA_SAMPLE_SALT must be a secret of its own, not SECRET_KEY.")
 
 # --- Models --------------------------------------------------------------------------------------
 MODELS_DIR = Path(env_str("MODELS_DIR", str(VAR_DIR / "models")))

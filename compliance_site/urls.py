@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from compliance_site import views
@@ -16,4 +16,5 @@ urlpatterns = [
     path("monitoring/", include("monitoring.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    re_path(r"^api/", views.api_not_found, name="api-not-found"),  # last: what no endpoint above matched
 ]

@@ -32,9 +32,24 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "home.html", context)
 
 
+def api_not_found(request: HttpRequest, *args: object, **kwargs: object) -> JsonResponse:
+    """Any address under /api/ that names no endpoint (`/api/messages/abc/`): the API's JSON 404,
+    not the site's HTML page."""
+    error = {"code": "not_found", "message": "There is no API endpoint at this address.", "details": None}
+    return JsonResponse({"error": error}, status=404)
+
+
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
+    """200 {"status": "healthy"} or 503 {"status": "unhealthy"} for anyone (load balancers,
+    compose's healthcheck); what each check found (versions, worker nodes, database errors,
+    queue ages) only for a signed-in compliance admin."""
     from compliance_site.health import health_report
+    from reviews.roles import Role, has_role
 
     report = health_report()
-    return JsonResponse(report, status=200 if report["ok"] else 503)
+    status = 200 if report["ok"] else 503
+    summary = {"status": "healthy" if report["ok"] else "unhealthy"}
+    if has_role(request.user, Role.COMPLIANCE_ADMIN):
+        return JsonResponse({**summary, **report}, status=status)
+    return JsonResponse(summary, status=status)

@@ -43,7 +43,9 @@ class MetricsView(APIView):
 
     @extend_schema(parameters=[MetricsQuerySerializer], responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
-        query = MetricsQuerySerializer(data=request.query_params)
+        # A plain dict, not the QueryDict: DRF reads an empty value in a QueryDict as "absent"
+        # (HTML form semantics), which would answer `?period=` as if no period were asked for.
+        query = MetricsQuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         version_id = query.validated_data.get("model_version")
         try:
@@ -53,7 +55,8 @@ class MetricsView(APIView):
                 else None
             )
         except MetricsInputError as exc:
-            raise ApiError(status_code=400, code="invalid", message=str(exc)) from exc
+            # The parameter is well formed; the version it names does not exist.
+            raise ApiError(status_code=404, code="not_found", message=str(exc)) from exc
         if self.uses_rollup:
             rollup_refresh()
         data = self.compute(version=version, period=query.validated_data["period"])

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 import django_filters
+from django import forms
 from django.conf import settings
+from django_filters.fields import IsoDateTimeField
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.pagination import CursorPagination
@@ -13,25 +16,31 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from compliance_site.api_errors import ApiError, conflict, too_large
+from compliance_site.api_errors import ApiError, ErrorSerializer, conflict, too_large
 from compliance_site.parsers import StrictJSONParser
 from scoring import selectors
-from scoring.constants import MessageStatus
+from scoring.constants import FeedStatus, MessageStatus, statuses_of
 from scoring.models import Message
 from scoring.permissions import CanIngest, CanReadMessages
 from scoring.serializers import (
     BulkInSerializer,
+    BulkResultSerializer,
     MessageAcceptedSerializer,
     MessageDetailSerializer,
     MessageInSerializer,
     MessageListSerializer,
+    MessageStatusDetailSerializer,
 )
 from scoring.services.ingest import (
+    IncomingMessage,
     IngestConflict,
     IngestInvalid,
     message_ingest,
     messages_ingest_bulk,
+    validate_incoming,
 )
+
+ERROR_RESPONSE = ErrorSerializer
 
 
 def _require_body(request: Request) -> Any:
@@ -50,8 +59,8 @@ def _invalid(exc: IngestInvalid) -> ApiError:
 
 
 class MessageIngestView(APIView):
-    """POST one message: 202 when stored, 200 when the identical message exists, 409 when the
-    external id is already used by a different body."""
+    """POST one message: 202 when stored, 200 when the identical message exists in the caller's
+    feed, 409 when the feed already used the external id for a different body."""
 
     parser_classes = [StrictJSONParser]
 
@@ -60,7 +69,15 @@ class MessageIngestView(APIView):
 
     @extend_schema(
         request=MessageInSerializer,
-        responses={202: MessageAcceptedSerializer, 200: MessageAcceptedSerializer, 409: OpenApiResponse()},
+        responses={
+            202: OpenApiResponse(MessageAcceptedSerializer, description="Stored; it will be scored."),
+            200: OpenApiResponse(
+                MessageAcceptedSerializer, description="The same message (id and body) is already stored."
+            ),
+            409: OpenApiResponse(
+                ERROR_RESPONSE, description="Your feed already stored this external_id with another body."
+            ),
+        },
     )
     def post(self, request: Request) -> Response:
         data = _require_body(request)
@@ -78,13 +95,56 @@ class MessageIngestView(APIView):
         return Response(MessageAcceptedSerializer(outcome.message).data, status=code)
 
 
+def _bulk_items(raw_items: list[Any]) -> tuple[list[IncomingMessage], list[dict[str, Any]]]:
+    """Each item checked as a single message would be: the valid ones, and one error per
+    invalid item (index, code, message, field)."""
+    items: list[IncomingMessage] = []
+    errors: list[dict[str, Any]] = []
+    for index, raw in enumerate(raw_items):
+        if not isinstance(raw, dict):
+            errors.append(_item_error(index, "invalid", "Each message must be a JSON object.", None))
+            continue
+        serializer = MessageInSerializer(data=raw)
+        if not serializer.is_valid():
+            field, messages = next(iter(serializer.errors.items()))
+            errors.append(_item_error(index, "invalid", f"{field}: {' '.join(map(str, messages))}", field))
+            continue
+        item = serializer.to_incoming()
+        try:
+            validate_incoming(item)
+        except IngestInvalid as exc:
+            errors.append(_item_error(index, exc.code, str(exc), exc.field))
+            continue
+        items.append(item)
+    return items, errors
+
+
+def _item_error(index: int, code: str, message: str, field: str | None) -> dict[str, Any]:
+    return {"index": index, "code": code, "message": message, "field": field}
+
+
 class MessageBulkIngestView(APIView):
-    """POST {"messages": [...]} (up to BULK_MAX_ITEMS): one result per item, in order."""
+    """POST {"messages": [...]} (1 to BULK_MAX_ITEMS). Every item is checked first: one that is
+    not a valid message refuses the whole request (400, each bad item's reason, nothing stored).
+    Then each item is stored or found: one result per item, in order."""
 
     parser_classes = [StrictJSONParser]
     permission_classes = [CanIngest]
 
-    @extend_schema(request=BulkInSerializer, responses={202: OpenApiResponse(description="Per-item results")})
+    @extend_schema(
+        request=BulkInSerializer,
+        responses={
+            202: OpenApiResponse(
+                BulkResultSerializer,
+                description="At least one message is stored or was already stored; one result per item.",
+            ),
+            409: OpenApiResponse(
+                ERROR_RESPONSE,
+                description="Every item reuses an external_id of your feed with another body: nothing "
+                "stored; `details` has one result per item.",
+            ),
+        },
+    )
     def post(self, request: Request) -> Response:
         data = _require_body(request)
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
@@ -100,19 +160,14 @@ class MessageBulkIngestView(APIView):
             raise too_large(
                 f"{len(raw_items):,} messages in one request; the limit is {settings.BULK_MAX_ITEMS:,}."
             )
-        items: list[Any] = []
-        for raw in raw_items:
-            if not isinstance(raw, dict):
-                items.append(IngestInvalid("Each message must be a JSON object.", code="invalid"))
-                continue
-            serializer = MessageInSerializer(data=raw)
-            if serializer.is_valid():
-                items.append(serializer.to_incoming())
-            else:
-                field, errors = next(iter(serializer.errors.items()))
-                items.append(
-                    IngestInvalid(f"{field}: {' '.join(map(str, errors))}", code="invalid", field=field)
-                )
+        items, errors = _bulk_items(raw_items)
+        if errors:
+            raise ApiError(
+                status_code=400,
+                code="invalid",
+                message=f"{len(errors)} of {len(raw_items)} messages are not valid; nothing was stored.",
+                details=errors,
+            )
         results = messages_ingest_bulk(items=items, submitted_by=request.user)
         body = {
             "created": sum(r.status == "created" for r in results),
@@ -120,8 +175,15 @@ class MessageBulkIngestView(APIView):
             "errors": sum(r.status == "error" for r in results),
             "results": [_bulk_result(r) for r in results],
         }
-        accepted = body["created"] + body["duplicates"]
-        return Response(body, status=status.HTTP_202_ACCEPTED if accepted else status.HTTP_400_BAD_REQUEST)
+        if body["created"] + body["duplicates"] == 0:
+            raise ApiError(
+                status_code=status.HTTP_409_CONFLICT,
+                code="conflict",
+                message="Every message reuses an external_id of your feed with another body; "
+                "nothing was stored.",
+                details=body["results"],
+            )
+        return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
 def _bulk_result(result) -> dict[str, Any]:
@@ -133,14 +195,53 @@ def _bulk_result(result) -> dict[str, Any]:
     return entry
 
 
+class StrictBooleanField(forms.Field):
+    """`true` or `false`, nothing else: django-filter's own boolean takes any other value (`null`,
+    `maybe`, an empty one) as "no filter" and answers as if the parameter were absent."""
+
+    def to_python(self, value: Any) -> bool | None:
+        if value is None:
+            return None  # the parameter is absent
+        if value in ("true", "false"):
+            return value == "true"
+        raise forms.ValidationError("Must be true or false.", code="invalid")
+
+    def validate(self, value: bool | None) -> None:
+        pass
+
+
+class StrictBooleanFilter(django_filters.BooleanFilter):
+    field_class = StrictBooleanField
+
+
+class StrictIsoDateTimeField(IsoDateTimeField):
+    """An ISO 8601 date-time, compared in UTC; an empty value is refused, not taken for "no
+    filter". (PostgreSQL refuses a UTC offset beyond 15:59, which ISO 8601 allows.)"""
+
+    def to_python(self, value: Any):
+        if value == "":
+            raise forms.ValidationError("Must be an ISO 8601 date-time.", code="invalid")
+        moment = super().to_python(value)
+        if moment is None or moment.tzinfo is None:
+            return moment
+        try:
+            return moment.astimezone(UTC)
+        except OverflowError as exc:
+            raise forms.ValidationError("The date-time is out of range in UTC.", code="invalid") from exc
+
+
+class StrictIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
+    field_class = StrictIsoDateTimeField
+
+
 class MessageFilter(django_filters.FilterSet):
     status = django_filters.MultipleChoiceFilter(choices=MessageStatus.choices)
-    flagged = django_filters.BooleanFilter(field_name="routing_prediction__flagged")
+    flagged = StrictBooleanFilter(field_name="routing_prediction__flagged")
     claim_type = django_filters.CharFilter(field_name="routing_prediction__claim_type__code")
-    qa_sample = django_filters.BooleanFilter(field_name="is_qa_sample")
-    rule_hit = django_filters.BooleanFilter(field_name="has_rule_hit")
-    received_after = django_filters.IsoDateTimeFilter(field_name="received_at", lookup_expr="gte")
-    received_before = django_filters.IsoDateTimeFilter(field_name="received_at", lookup_expr="lt")
+    qa_sample = StrictBooleanFilter(field_name="is_qa_sample")
+    rule_hit = StrictBooleanFilter(field_name="has_rule_hit")
+    received_after = StrictIsoDateTimeFilter(field_name="received_at", lookup_expr="gte")
+    received_before = StrictIsoDateTimeFilter(field_name="received_at", lookup_expr="lt")
 
     class Meta:
         model = Message
@@ -156,14 +257,38 @@ class MessageFilter(django_filters.FilterSet):
 
 
 class MessageCursorPagination(CursorPagination):
+    """Newest first. `page_size` is 1 to 500 (another value is a 400, not silently the default);
+    an unreadable `cursor` is a 404 (DRF's)."""
+
     ordering = ("-created_at", "-id")
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 500
 
+    def get_page_size(self, request: Request) -> int:
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is None:
+            return self.page_size
+        if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= self.max_page_size:
+            raise ApiError(
+                status_code=400,
+                code="invalid",
+                message=f"page_size must be an integer from 1 to {self.max_page_size}.",
+                details={"page_size": [f"An integer from 1 to {self.max_page_size}."]},
+            )
+        return int(raw)
+
+    def get_schema_operation_parameters(self, view) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_size_query_param:
+                parameter["schema"] = {"type": "integer", "minimum": 1, "maximum": self.max_page_size}
+        return parameters
+
 
 class MessageListIngestView(MessageIngestView, generics.ListAPIView):
-    """GET lists messages (filters, cursor pagination); POST ingests one message."""
+    """GET lists messages (filters, cursor pagination) for reviewers, auditors and compliance
+    admins; POST ingests one message (ingest services and compliance admins)."""
 
     serializer_class = MessageListSerializer
     filterset_class = MessageFilter
@@ -181,3 +306,42 @@ class MessageDetailView(generics.RetrieveAPIView):
 
     def get_queryset(self):
         return selectors.messages_for_api_detail(self.request.user)
+
+
+class MessageStatusFilter(django_filters.FilterSet):
+    external_id = django_filters.CharFilter()
+    status = django_filters.MultipleChoiceFilter(choices=FeedStatus.choices, method="filter_status")
+    received_after = StrictIsoDateTimeFilter(field_name="received_at", lookup_expr="gte")
+    received_before = StrictIsoDateTimeFilter(field_name="received_at", lookup_expr="lt")
+
+    class Meta:
+        model = Message
+        fields = ["external_id", "status", "received_after", "received_before"]
+
+    def filter_status(self, queryset, name: str, value: list[str]):
+        if not value:
+            return queryset
+        return queryset.filter(status__in=[s for feed_status in value for s in statuses_of(feed_status)])
+
+
+class MessageStatusListView(generics.ListAPIView):
+    """GET the status of the messages your feed submitted (an ingest service's, or a compliance
+    admin's own): no body, score or decision, and nothing of another feed."""
+
+    permission_classes = [CanIngest]
+    serializer_class = MessageStatusDetailSerializer
+    filterset_class = MessageStatusFilter
+    pagination_class = MessageCursorPagination
+
+    def get_queryset(self):
+        return selectors.message_statuses_of_feed(self.request.user)
+
+
+class MessageStatusView(generics.RetrieveAPIView):
+    """GET the status of one message your feed submitted; another feed's is a 404."""
+
+    permission_classes = [CanIngest]
+    serializer_class = MessageStatusDetailSerializer
+
+    def get_queryset(self):
+        return selectors.message_statuses_of_feed(self.request.user)

@@ -25,6 +25,33 @@ class MessageStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
+class FeedStatus(models.TextChoices):
+    """What a feed (an ingest account) may know of its own message: where it is in the pipeline,
+    not what the model or a reviewer made of it. Every message is `processed` from the moment it
+    is scored, flagged or not, so the status is no oracle of the model."""
+
+    RECEIVED = "received", "Received, waiting to be scored"
+    PROCESSED = "processed", "Scored"
+    FAILED = "failed", "Failed"
+
+
+FEED_STATUS: dict[str, str] = {
+    MessageStatus.RECEIVED: FeedStatus.RECEIVED,
+    MessageStatus.QUEUED: FeedStatus.RECEIVED,
+    MessageStatus.FAILED: FeedStatus.FAILED,
+    **{
+        status: FeedStatus.PROCESSED
+        for status in MessageStatus.values
+        if status not in (MessageStatus.RECEIVED, MessageStatus.QUEUED, MessageStatus.FAILED)
+    },
+}
+
+
+def statuses_of(feed_status: str) -> list[str]:
+    """The message statuses a feed status stands for (for filtering)."""
+    return [status for status, shown in FEED_STATUS.items() if shown == feed_status]
+
+
 # Allowed status transitions. Anything else is a bug and raises InvalidTransition.
 TRANSITIONS: dict[str, frozenset[str]] = {
     MessageStatus.RECEIVED: frozenset({MessageStatus.QUEUED, MessageStatus.FAILED}),

@@ -204,9 +204,13 @@ class WorkerDevice(models.Model):
 
 class Message(models.Model):
     """An ingested message. It is persisted before anything else happens and moves through
-    explicit status transitions (scoring.constants.TRANSITIONS), each with its timestamp."""
+    explicit status transitions (scoring.constants.TRANSITIONS), each with its timestamp.
 
-    external_id = models.CharField(max_length=200, unique=True)
+    `external_id` is unique within a feed (the account that submitted the message; messages
+    imported without one form a feed of their own), so that one feed's ids neither collide with
+    nor reveal another's."""
+
+    external_id = models.CharField(max_length=200, db_index=True)
     body = models.TextField()
     body_sha256 = models.CharField(max_length=64)
     sender = models.CharField(max_length=300, blank=True)
@@ -234,8 +238,10 @@ class Message(models.Model):
     explain_attempts = models.PositiveSmallIntegerField(
         default=0, help_text="Times explaining crashed or timed out its worker on this message alone."
     )
+    # The feed. PROTECT: deleting a feed's account would merge its messages into the feed without
+    # one, where their ids may collide; deactivate the account instead.
     submitted_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -250,6 +256,17 @@ class Message(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["submitted_by", "external_id"], name="message_external_id_per_feed"
+            ),
+            # NULLs are distinct in a unique constraint: the feed without an account needs its own.
+            models.UniqueConstraint(
+                fields=["external_id"],
+                condition=Q(submitted_by__isnull=True),
+                name="message_external_id_without_feed",
+            ),
+        ]
         indexes = [
             models.Index(fields=["status", "updated_at"], name="message_status_updated"),
             models.Index(fields=["received_at"], name="message_received"),

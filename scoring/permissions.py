@@ -7,7 +7,10 @@ from rest_framework.request import Request
 
 from reviews.roles import Role, has_role
 
-READERS = (Role.REVIEWER, Role.AUDITOR, Role.COMPLIANCE_ADMIN, Role.INGEST_SERVICE)
+# Who reads messages (body, prediction, explanations). Not the ingest service: a feed reads the
+# status of its own messages only (scoring.api.MessageStatusView), or its token would be an oracle
+# of the model for every feed.
+READERS = (Role.REVIEWER, Role.AUDITOR, Role.COMPLIANCE_ADMIN)
 
 
 class CanIngest(BasePermission):
@@ -20,9 +23,10 @@ class CanIngest(BasePermission):
 
 
 class CanReadMessages(BasePermission):
-    """Any role of the product may read messages; an authenticated outsider may not."""
+    """Reviewers, auditors and compliance admins read messages; an ingest service and an
+    authenticated outsider may not."""
 
-    message = "Your account has no Claimwatch role."
+    message = "Your role does not allow reading messages (an ingest service reads the status of its own)."
 
     def has_permission(self, request: Request, view: object) -> bool:
         return has_role(request.user, *READERS)

@@ -6,6 +6,7 @@ import threading
 from datetime import datetime
 
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Prefetch, QuerySet
 from django.utils import timezone
 
@@ -83,6 +84,28 @@ def clear_compiled_rules_cache() -> None:
     global _cache
     with _cache_lock:
         _cache = None
+
+
+def feed_of(user: AbstractBaseUser | AnonymousUser | None) -> int | None:
+    """The feed a submission belongs to: the submitting account's id, or None (no account: file
+    imports, simulations), which is a feed of its own."""
+    return user.pk if user is not None and user.pk else None
+
+
+def messages_of_feed(user: AbstractBaseUser | AnonymousUser | None) -> QuerySet[Message]:
+    """The messages one feed submitted: the scope of its external ids and of what it may read."""
+    feed = feed_of(user)
+    if feed is None:
+        return Message.objects.filter(submitted_by__isnull=True)
+    return Message.objects.filter(submitted_by_id=feed)
+
+
+def message_statuses_of_feed(user: AbstractBaseUser) -> QuerySet[Message]:
+    """What a feed may read of its own messages: their ids, external ids and status, no body,
+    prediction or explanation (an ingest token is no oracle of the model)."""
+    return messages_of_feed(user).only(
+        "id", "external_id", "status", "received_at", "created_at", "updated_at"
+    )
 
 
 def messages_for_api_list() -> QuerySet[Message]:

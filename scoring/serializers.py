@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.validators import RegexValidator
 from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from scoring.constants import Channel
+from scoring.constants import FEED_STATUS, Channel, FeedStatus
 from scoring.models import Message, Prediction, RuleMatch
 from scoring.services.ingest import IncomingMessage
 
@@ -23,12 +26,56 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+# What the ingest service accepts, for the schema (scoring.services.ingest.validate_incoming
+# checks it and answers with a specific code): some text that is not only whitespace, and no NUL
+# character (DRF refuses NUL in every text field). Both patterns run in linear time.
+HAS_TEXT_PATTERN = r"^\s*[^\x00\s][^\x00]*$"
+NO_NUL_PATTERN = r"^[^\x00]*$"
+
+
+@extend_schema_field({"type": "string", "minLength": 1, "maxLength": 200, "pattern": HAS_TEXT_PATTERN})
+class ExternalIdField(StrictCharField):
+    """A feed's id for the message: 1-200 characters, not only whitespace."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_length=200, trim_whitespace=False, **kwargs)
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": settings.MAX_BODY_CHARS,
+        "pattern": HAS_TEXT_PATTERN,
+        "description": "The message text: not only whitespace, at most MAX_BODY_CHARS characters "
+        "(over it: 413).",
+    }
+)
+class BodyField(StrictCharField):
+    """The message text. Emptiness (400 empty_body) and length (413 too_large, over
+    MAX_BODY_CHARS) are the service's to judge, each with its own code; the schema states both."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(trim_whitespace=False, **kwargs)
+
+    def run_validation(self, data: Any = serializers.empty) -> Any:
+        if data == "":
+            return data  # not DRF's "may not be blank": the service answers empty_body
+        return super().run_validation(data)
+
+
 class MessageInSerializer(serializers.Serializer):
     """One incoming message. Body length is checked by the service (it answers 413)."""
 
-    external_id = StrictCharField(max_length=200, trim_whitespace=False)
-    body = StrictCharField(trim_whitespace=False, allow_blank=True)
-    sender = StrictCharField(max_length=300, required=False, allow_blank=True, default="")
+    external_id = ExternalIdField()
+    body = BodyField()
+    sender = StrictCharField(
+        max_length=300,
+        required=False,
+        allow_blank=True,
+        default="",
+        validators=[RegexValidator(NO_NUL_PATTERN, "Must not contain a NUL character.")],
+    )
     channel = serializers.ChoiceField(choices=Channel.choices, required=False, default=Channel.OTHER)
     received_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
@@ -44,22 +91,75 @@ class MessageInSerializer(serializers.Serializer):
 
 
 class BulkInSerializer(serializers.Serializer):
-    messages = serializers.ListField(child=serializers.JSONField(), allow_empty=False)
+    """The bulk envelope (for the schema: the view reads it itself, to give each item its own
+    error). Over BULK_MAX_ITEMS messages: 413."""
+
+    messages = serializers.ListField(
+        child=MessageInSerializer(), allow_empty=False, min_length=1, max_length=settings.BULK_MAX_ITEMS
+    )
 
 
 def message_url(message: Message) -> str:
     return reverse("api-message-detail", kwargs={"pk": message.pk})
 
 
-class MessageAcceptedSerializer(serializers.ModelSerializer):
+def message_status_url(message: Message) -> str:
+    return reverse("api-message-status", kwargs={"pk": message.pk})
+
+
+class MessageStatusSerializer(serializers.ModelSerializer):
+    """What the submitting feed may read of its message: where it is in the pipeline
+    (scoring.constants.FeedStatus), never what the model or a reviewer made of it. `url` is this
+    status's own address."""
+
+    status = serializers.SerializerMethodField()
     url = serializers.SerializerMethodField()
 
     class Meta:
         model = Message
         fields = ["id", "external_id", "status", "url"]
 
+    @extend_schema_field(serializers.ChoiceField(choices=FeedStatus.choices))
+    def get_status(self, message: Message) -> str:
+        return FEED_STATUS[message.status]
+
     def get_url(self, message: Message) -> str:
-        return message_url(message)
+        return message_status_url(message)
+
+
+class MessageAcceptedSerializer(MessageStatusSerializer):
+    """The answer to an ingest: the stored message's id and its status, as its feed sees it."""
+
+
+class MessageStatusDetailSerializer(MessageStatusSerializer):
+    class Meta(MessageStatusSerializer.Meta):
+        fields = [*MessageStatusSerializer.Meta.fields, "received_at", "created_at"]
+
+
+class BulkItemErrorSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    field = serializers.CharField(allow_null=True)
+
+
+class BulkItemResultSerializer(serializers.Serializer):
+    """One item of a bulk request: created, duplicate (the stored message: same feed, same id,
+    same body) or error (a conflict: same id, another body)."""
+
+    index = serializers.IntegerField()
+    result = serializers.ChoiceField(choices=["created", "duplicate", "error"])
+    id = serializers.IntegerField(required=False)
+    external_id = serializers.CharField(required=False)
+    status = serializers.ChoiceField(choices=FeedStatus.choices, required=False)
+    url = serializers.CharField(required=False)
+    error = BulkItemErrorSerializer(required=False)
+
+
+class BulkResultSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    duplicates = serializers.IntegerField()
+    errors = serializers.IntegerField()
+    results = BulkItemResultSerializer(many=True)
 
 
 class PredictionSerializer(serializers.ModelSerializer):

@@ -5,5 +5,7 @@ from scoring import api
 urlpatterns = [
     path("messages/", api.MessageListIngestView.as_view(), name="api-messages"),
     path("messages/bulk/", api.MessageBulkIngestView.as_view(), name="api-messages-bulk"),
+    path("messages/status/", api.MessageStatusListView.as_view(), name="api-message-statuses"),
     path("messages/<int:pk>/", api.MessageDetailView.as_view(), name="api-message-detail"),
+    path("messages/<int:pk>/status/", api.MessageStatusView.as_view(), name="api-message-status"),
 ]

@@ -1,7 +1,9 @@
 """Ingestion: a message is persisted before anything else happens, and never twice.
 
-`external_id` is the idempotency key: the same id with the same body returns the stored
-message; the same id with a different body is a conflict. A bulk request publishes its batches
+`external_id` is the idempotency key within a feed (the submitting account; messages submitted
+without one form a feed of their own): the same id with the same body returns the stored
+message; the same id with a different body is a conflict. Another feed's ids are neither seen
+nor revealed: the same id from two feeds is two messages. A bulk request publishes its batches
 as soon as its transaction commits; a single message is stored `received` and asks for a
 gather, which batches whatever waits. When the broker is down a message simply stays
 `received` and the sweeper gathers it later (scoring.services.queueing)."""
@@ -21,6 +23,7 @@ from django.utils import timezone
 from scoring.constants import Channel
 from scoring.errors import ScoringError
 from scoring.models import Message
+from scoring.selectors import feed_of, messages_of_feed
 
 
 class IngestConflict(ScoringError):
@@ -85,7 +88,7 @@ def _new_message(item: IncomingMessage, submitted_by: AbstractBaseUser | None) -
         sender=item.sender,
         channel=item.channel,
         received_at=item.received_at or timezone.now(),
-        submitted_by=submitted_by if submitted_by is not None and submitted_by.pk else None,
+        submitted_by_id=feed_of(submitted_by),
     )
 
 
@@ -118,9 +121,10 @@ def message_ingest(*, item: IncomingMessage, submitted_by: AbstractBaseUser | No
     """Store one message (or return the identical stored one) as `received` and, after commit,
     request a gather that batches it with whatever else waits (GATHER_DELAY_SECONDS). Raises
     IngestInvalid for a bad message and IngestConflict for a reused external id with another
-    body. Safe under concurrency: the unique external_id decides who created it."""
+    body in the same feed. Safe under concurrency: the unique (feed, external_id) decides who
+    created it."""
     validate_incoming(item)
-    existing = Message.objects.filter(external_id=item.external_id).first()
+    existing = messages_of_feed(submitted_by).filter(external_id=item.external_id).first()
     if existing is not None:
         return _existing_outcome(existing, item)
     try:
@@ -130,7 +134,7 @@ def message_ingest(*, item: IncomingMessage, submitted_by: AbstractBaseUser | No
             _request_gather()
     except IntegrityError:
         # Another request created the same external_id between our read and our insert.
-        existing = Message.objects.get(external_id=item.external_id)
+        existing = messages_of_feed(submitted_by).get(external_id=item.external_id)
         return _existing_outcome(existing, item)
     return IngestOutcome(message=message, created=True)
 
@@ -169,7 +173,12 @@ def messages_ingest_bulk(
             continue
         candidates.append((index, item))
 
-    existing = Message.objects.in_bulk([item.external_id for _, item in candidates], field_name="external_id")
+    existing = {
+        message.external_id: message
+        for message in messages_of_feed(submitted_by).filter(
+            external_id__in=[item.external_id for _, item in candidates]
+        )
+    }
     to_create: dict[str, tuple[int, IncomingMessage, Message]] = {}
     for index, item in candidates:
         stored = existing.get(item.external_id)

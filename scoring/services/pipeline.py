@@ -217,7 +217,7 @@ def _score_claimed(ids: list[int], *, version: ModelVersion, scorer, claim) -> B
                 threshold=prediction.threshold,
                 rule_hit=bool(hits[message.pk]),
                 qa_sample=routing.is_qa_sample(
-                    message.external_id, rate=settings.QA_SAMPLE_RATE, salt=settings.SECRET_KEY
+                    message.external_id, rate=settings.QA_SAMPLE_RATE, salt=settings.QA_SAMPLE_SALT
                 ),
             )
             message.routing_prediction = prediction

@@ -53,7 +53,7 @@ def test_the_endpoints_are_read_only(name, admin_client_):
         ({"period": "month"}, "period"),
         ({"model_version": "abc"}, "model_version"),
         ({"model_version": "0"}, "model_version"),
-        ({"model_version": "987654"}, "no model version with id 987654"),
+        ({"period": ""}, "period"),
     ],
 )
 def test_bad_parameters_get_a_clear_400(query, words, admin_client_):
@@ -62,6 +62,14 @@ def test_bad_parameters_get_a_clear_400(query, words, admin_client_):
     error = response.json()["error"]
     assert error["code"] == "invalid"
     assert words in str(error["message"]) + str(error["details"])
+
+
+def test_an_unknown_model_version_is_a_404(admin_client_):
+    response = admin_client_.get(reverse("metrics-disagreement"), {"model_version": "987654"})
+
+    assert response.status_code == 404
+    error = response.json()["error"]
+    assert error["code"] == "not_found" and "no model version with id 987654" in error["message"]
 
 
 def test_without_a_model_version_the_endpoints_answer_empty(admin_client_):

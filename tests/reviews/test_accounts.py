@@ -6,7 +6,8 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
+from rest_framework.test import APIClient
 
 from reviews.roles import Role, has_role
 from tests.conftest import PASSWORD
@@ -42,12 +43,16 @@ def test_a_compliance_admin_gets_the_admin_site(monkeypatch):
     assert User.objects.get(username="cora").is_staff
 
 
-def test_an_ingest_service_account_gets_a_token_and_no_password():
+def test_an_ingest_service_account_gets_a_token_printed_once_and_no_password():
     out = create_user("ingest_bot2", "--role", "ingest_service")
     user = User.objects.get(username="ingest_bot2")
-    token = Token.objects.get(user=user)
-    assert f"API token (shown once, keep it secret): {token.key}" in out
+    token = out.split("API token (shown once, keep it secret): ")[1].split()[0]
+    stored = AuthToken.objects.get(user=user)
+    assert token not in (stored.digest, stored.token_key) and stored.token_key in out
     assert not user.has_usable_password()
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    assert client.get("/api/messages/status/").status_code == 200
 
 
 @pytest.mark.parametrize(
@@ -165,3 +170,32 @@ def test_a_failed_login_below_the_limit_shows_the_form_error(reviewer):
     response = Client().post(reverse("login"), {"username": reviewer.username, "password": "wrong"})
     assert response.status_code == 200
     assert "Please enter a correct username and password" in response.content.decode()
+
+
+def test_failed_logins_spread_over_many_addresses_lock_the_account(settings, reviewer):
+    settings.AXES_FAILURE_LIMIT = 3
+    for i in range(3):
+        Client(REMOTE_ADDR=f"203.0.113.{i}").post(
+            reverse("login"), {"username": reviewer.username, "password": "wrong"}
+        )
+
+    locked = Client(REMOTE_ADDR="198.51.100.50").post(
+        reverse("login"), {"username": reviewer.username, "password": PASSWORD}
+    )
+
+    assert locked.status_code == 429
+
+
+def test_behind_a_trusted_proxy_the_lock_reads_the_clients_address_not_the_proxys(settings, reviewer):
+    from axes.models import AccessAttempt
+
+    settings.TRUSTED_PROXY_COUNT = 1
+    Client(REMOTE_ADDR="10.0.0.2", HTTP_X_FORWARDED_FOR="6.6.6.6, 198.51.100.7").post(
+        reverse("login"), {"username": reviewer.username, "password": "wrong"}
+    )
+    settings.TRUSTED_PROXY_COUNT = 0
+    Client(REMOTE_ADDR="10.0.0.3", HTTP_X_FORWARDED_FOR="198.51.100.8").post(
+        reverse("login"), {"username": reviewer.username, "password": "wrong"}
+    )
+
+    assert set(AccessAttempt.objects.values_list("ip_address", flat=True)) == {"198.51.100.7", "10.0.0.3"}

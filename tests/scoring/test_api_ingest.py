@@ -6,9 +6,9 @@ import json
 
 import pytest
 from django.test import override_settings
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from reviews.tokens import api_token_issue
 from scoring.models import Message
 
 pytestmark = pytest.mark.django_db
@@ -20,8 +20,7 @@ BULK_URL = "/api/messages/bulk/"
 @pytest.fixture
 def api(service_account):
     client = APIClient()
-    token = Token.objects.create(user=service_account)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_issue(user=service_account).token}")
     return client
 
 
@@ -40,7 +39,7 @@ def error_code(response) -> str:
 # --- the happy paths --------------------------------------------------------------------
 
 
-def test_posting_a_message_stores_it_and_answers_202_with_its_url(api):
+def test_posting_a_message_stores_it_and_answers_202_with_its_status_url(api):
     response = api.post(URL, good(), format="json")
 
     assert response.status_code == 202
@@ -50,7 +49,7 @@ def test_posting_a_message_stores_it_and_answers_202_with_its_url(api):
         "id": message.pk,
         "external_id": "m-1",
         "status": "received",
-        "url": f"/api/messages/{message.pk}/",
+        "url": f"/api/messages/{message.pk}/status/",
     }
     assert message.channel == "email" and message.sender == "advisor@example.test"
 
@@ -76,19 +75,33 @@ def test_a_reused_external_id_with_a_different_body_is_a_409_conflict(api):
     assert Message.objects.get().body.startswith("Our fund")
 
 
-def test_bulk_ingest_reports_one_result_per_item_and_one_bad_item_rejects_nothing_else(api):
-    items = [good("b-1"), {"external_id": "b-2", "body": ""}, good("b-3"), good("b-1"), "not an object"]
+def test_bulk_ingest_reports_one_result_per_item_created_or_duplicate(api):
+    items = [good("b-1"), good("b-3"), good("b-1")]
 
     response = api.post(BULK_URL, {"messages": items}, format="json")
 
     assert response.status_code == 202
     body = response.json()
-    assert [r["result"] for r in body["results"]] == ["created", "error", "created", "duplicate", "error"]
-    assert body["results"][1]["error"]["code"] == "empty_body"
-    assert body["results"][1]["index"] == 1
-    assert body["results"][3]["id"] == body["results"][0]["id"]
-    assert (body["created"], body["duplicates"], body["errors"]) == (2, 1, 2)
+    assert [r["result"] for r in body["results"]] == ["created", "created", "duplicate"]
+    assert body["results"][2]["id"] == body["results"][0]["id"]
+    assert body["results"][0]["status"] == "received"
+    assert (body["created"], body["duplicates"], body["errors"]) == (2, 1, 0)
     assert set(Message.objects.values_list("external_id", flat=True)) == {"b-1", "b-3"}
+
+
+def test_a_bulk_request_with_an_invalid_item_is_refused_whole_with_each_bad_items_reason(api):
+    items = [good("b-1"), {"external_id": "b-2", "body": ""}, good("b-3"), "not an object"]
+
+    response = api.post(BULK_URL, {"messages": items}, format="json")
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid" and "2 of 4 messages are not valid" in error["message"]
+    assert [(d["index"], d["code"], d["field"]) for d in error["details"]] == [
+        (1, "empty_body", "body"),
+        (3, "invalid", None),
+    ]
+    assert Message.objects.count() == 0
 
 
 def test_bulk_ingest_flags_a_conflicting_duplicate_inside_one_request(api):
@@ -196,15 +209,19 @@ def test_a_malformed_bulk_request_is_refused(api, payload, code):
     assert Message.objects.count() == 0
 
 
-def test_a_bulk_request_where_every_item_is_bad_is_400_with_the_reasons(api):
-    response = api.post(BULK_URL, {"messages": [{"external_id": "a"}, 3]}, format="json")
+def test_a_bulk_request_where_every_item_conflicts_is_a_409_and_stores_nothing(api):
+    api.post(URL, good("c-9"), format="json")
 
-    assert response.status_code == 400
-    assert [r["result"] for r in response.json()["results"]] == ["error", "error"]
+    response = api.post(BULK_URL, {"messages": [good("c-9", body="Another body.")]}, format="json")
+
+    assert response.status_code == 409
+    assert error_code(response) == "conflict"
+    assert [r["result"] for r in response.json()["error"]["details"]] == ["error"]
+    assert Message.objects.count() == 1
 
 
 def test_an_unknown_message_id_is_404(api):
-    response = api.get("/api/messages/999999/")
+    response = api.get("/api/messages/999999/status/")
 
     assert response.status_code == 404
     assert error_code(response) == "not_found"

@@ -138,4 +138,17 @@ def test_decision_records_in_the_detail_follow_the_role_table(reviewer, auditor,
 
     assert decision_ids(auditor) == decision_ids(admin_user) == sorted([mine.pk, theirs.pk])
     assert decision_ids(reviewer) == [mine.pk]  # their own, not the admin's second-level decision
-    assert decision_ids(service_account) == []  # the ingest service reads no records
+    # the ingest service reads no message at all, records least of all (its feed's status only)
+    assert client_for(service_account).get(f"/api/messages/{message.pk}/").status_code == 403
+
+
+def test_a_date_filter_with_any_iso_offset_is_compared_in_utc(auditor):
+    message = MessageFactory(received_at=timezone.now() - timedelta(days=1))
+    api = client_for(auditor)
+
+    # -18:24 is valid ISO 8601 and beyond what PostgreSQL accepts as an offset (found by schemathesis)
+    response = api.get("/api/messages/", {"received_after": "2000-02-28T05:05:40-18:24"})
+
+    assert response.status_code == 200
+    assert [row["id"] for row in response.json()["results"]] == [message.pk]
+    assert api.get("/api/messages/", {"received_after": ""}).status_code == 400

@@ -120,8 +120,9 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_scores_nothing_twice(api, r
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a host without a usable GPU")
 def test_a_worker_that_cannot_use_its_gpu_takes_nothing_and_a_worker_that_can_scores_it_all(
-    api, redis_server, client
+    api, redis_server, admin_client
 ):
+    client = admin_client  # /healthz details are for compliance admins
     blind = CeleryWorker(broker_url=redis_server.url(), name="no-gpu", SCORING_DEVICE="cuda").start()
     try:
         with broker(redis_server.url()):

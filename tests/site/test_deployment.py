@@ -4,9 +4,16 @@ every service runs a command this project really has and every file they name ex
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import shlex
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import pytest
 import yaml
@@ -328,3 +335,69 @@ def test_the_image_creates_the_folders_the_app_writes_owned_by_the_app_user_wher
         assert created, f"the image does not create {folder}"
         chowned = [i for i, path in owned if folder.is_relative_to(path) and i > min(created)]
         assert chowned, f"{folder} is not chowned to {user} after it is created, before USER"
+
+
+# --- the web container's healthcheck, against the app as production runs it (DEBUG off) ---------
+
+
+@contextmanager
+def _wsgi_server() -> Iterator[int]:
+    """The Django app on a free local port (its middleware built now, with the current settings)."""
+    from django.core.wsgi import get_wsgi_application
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    from django.db import connections
+
+    application = get_wsgi_application()
+
+    def app(environ, start_response):  # the server thread leaves no database connection open
+        try:
+            return application(environ, start_response)
+        finally:
+            connections.close_all()
+
+    server = make_server("127.0.0.1", 0, app, handler_class=Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_port
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _run_web_healthcheck(port: int, allowed_hosts: str) -> subprocess.CompletedProcess:
+    test = SERVICES["web"]["healthcheck"]["test"]
+    assert test[:3] == ["CMD", "python", "-c"] and "127.0.0.1:8000/healthz" in test[3]
+    code = test[3].replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+    env = {"PATH": os.environ.get("PATH", ""), "ALLOWED_HOSTS": allowed_hosts}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def production_like(settings, seeded_transactional_db):
+    """What DEBUG=0 turns on that stands between a plain HTTP request and a view."""
+    settings.DEBUG = False
+    settings.ALLOWED_HOSTS = ["claimwatch.example.com"]
+    settings.SECURE_SSL_REDIRECT = True
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    return settings
+
+
+def test_the_compose_web_healthcheck_passes_with_debug_off_and_fails_when_the_app_is_unhealthy(
+    production_like,
+):
+    from scoring.models import ModelVersion
+    from tests.factories import ModelVersionFactory
+
+    version = ModelVersionFactory(is_active=True)
+    with _wsgi_server() as port:
+        healthy = _run_web_healthcheck(port, "claimwatch.example.com,.example.com")
+        ModelVersion.objects.filter(pk=version.pk).update(is_active=False)
+        unhealthy = _run_web_healthcheck(port, "claimwatch.example.com")
+
+    assert healthy.returncode == 0, healthy.stderr
+    assert unhealthy.returncode != 0 and "503" in unhealthy.stderr

@@ -109,7 +109,8 @@ ROUTES: list[Route] = [
     Route("reviews:model_detail", "get", url("reviews:model_detail", "model_version"), R({AUDITOR, ADMIN})),
     Route("reviews:comparison", "get", url("reviews:comparison", "comparison"), R({AUDITOR, ADMIN})),
     # The REST API: 401/403 instead of a login redirect.
-    Route("api-messages", "get", url("api-messages"), R({REVIEWER, AUDITOR, ADMIN, SERVICE}), kind="api"),
+    # An ingest service reads the status of its own feed's messages, not messages (issue 17).
+    Route("api-messages", "get", url("api-messages"), R({REVIEWER, AUDITOR, ADMIN}), kind="api"),
     Route("api-messages", "post", url("api-messages"), R({ADMIN, SERVICE}), kind="api"),
     Route("api-messages-bulk", "post", url("api-messages-bulk"), R({ADMIN, SERVICE}), kind="api"),
     Route("api-messages-bulk", "get", url("api-messages-bulk"), R(), kind="api"),
@@ -117,8 +118,14 @@ ROUTES: list[Route] = [
         "api-message-detail",
         "get",
         url("api-message-detail", "in_review"),
-        R({REVIEWER, AUDITOR, ADMIN, SERVICE}),
+        R({REVIEWER, AUDITOR, ADMIN}),
         kind="api",
+    ),
+    Route("api-message-statuses", "get", url("api-message-statuses"), R({ADMIN, SERVICE}), kind="api"),
+    Route("api-message-statuses", "post", url("api-message-statuses"), R(), kind="api"),
+    # Another feed's message is a 404 to the feeds allowed in: let through, not refused.
+    Route(
+        "api-message-status", "get", url("api-message-status", "in_review"), R({ADMIN, SERVICE}), kind="api"
     ),
     Route("api-message-detail", "delete", url("api-message-detail", "in_review"), R(), kind="api"),
     Route("api-message-detail", "put", url("api-message-detail", "in_review"), R(), kind="api"),

@@ -26,6 +26,7 @@ def production_env(**extra: str) -> dict[str, str]:
         **os.environ,
         "DEBUG": "0",
         "SECRET_KEY": secrets.token_urlsafe(64),
+        "QA_SAMPLE_SALT": secrets.token_urlsafe(64),
         "ALLOWED_HOSTS": "claimwatch.example",
     }
     env.update(extra)
@@ -50,6 +51,59 @@ def test_debug_off_without_a_secret_key_refuses_to_start():
     result = run_manage("check", env=env)
     assert result.returncode != 0
     assert "SECRET_KEY is required" in result.stderr
+
+
+def import_settings(**env: str) -> subprocess.CompletedProcess:
+    """Import the settings module alone (no app) in an environment of exactly `env`."""
+    base = {"PATH": os.environ.get("PATH", ""), "CLAIMWATCH_VAR_DIR": str(settings.VAR_DIR)}
+    return subprocess.run(
+        [sys.executable, "-c", "import compliance_site.settings as s; print('DEBUG', s.DEBUG)"],
+        cwd=ROOT,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def env_example() -> dict[str, str]:
+    lines = (ROOT / ".env.example").read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+
+
+def test_with_no_environment_debug_is_off_and_a_secret_key_is_required():
+    result = import_settings()
+
+    assert result.returncode != 0
+    assert "SECRET_KEY is required with DEBUG off" in result.stderr
+    assert "DEBUG True" in import_settings(DEBUG="1").stdout  # what make run and the tests set
+
+
+@pytest.mark.parametrize("debug", ["0", "1"])
+def test_the_placeholder_secrets_of_env_example_are_refused(debug):
+    example = env_example()
+    strong = secrets.token_urlsafe(50)
+
+    key = import_settings(DEBUG=debug, SECRET_KEY=example["SECRET_KEY"], QA_SAMPLE_SALT=strong)
+    salt = import_settings(DEBUG=debug, SECRET_KEY=strong, QA_SAMPLE_SALT=example["QA_SAMPLE_SALT"])
+
+    assert key.returncode != 0 and "SECRET_KEY is the placeholder of .env.example" in key.stderr
+    assert salt.returncode != 0 and "QA_SAMPLE_SALT is the placeholder of .env.example" in salt.stderr
+
+
+def test_debug_off_needs_a_qa_sample_salt_of_its_own():
+    key = secrets.token_urlsafe(50)
+
+    missing = import_settings(DEBUG="0", SECRET_KEY=key)
+    same = import_settings(DEBUG="0", SECRET_KEY=key, QA_SAMPLE_SALT=key)
+    development = import_settings(
+        DEBUG="0", SECRET_KEY=key, QA_SAMPLE_SALT=settings.DEVELOPMENT_QA_SAMPLE_SALT
+    )
+
+    assert "QA_SAMPLE_SALT is required with DEBUG off" in missing.stderr
+    assert "QA_SAMPLE_SALT must be a secret of its own" in same.stderr
+    assert "QA_SAMPLE_SALT is the development default" in development.stderr
+    assert import_settings(DEBUG="0", SECRET_KEY=key, QA_SAMPLE_SALT=key[::-1]).returncode == 0
 
 
 def test_debug_off_turns_on_secure_cookies_hsts_and_https():
@@ -123,7 +177,14 @@ def test_pages_send_a_csp_that_forbids_inline_and_foreign_scripts(client):
     assert directives["script-src"] == "'self'"
     assert directives["object-src"] == "'none'"
     assert directives["frame-ancestors"] == "'none'"
-    assert "unsafe" not in policy
+    assert directives["style-src"] == "'self'"
+    assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
+    # Style attributes: only plotly's two constant ones, each by its hash.
+    assert directives["style-src-attr"].split() == [
+        "'unsafe-hashes'",
+        "'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='",  # the empty attribute
+        "'sha256-AR/cKIZjWPcPmBUPDA6oti9XBiTbJvz0Cro2J1VzzS8='",  # heat-map cells kept crisp
+    ]
     assert response["X-Frame-Options"] == "DENY"
     assert response["X-Content-Type-Options"] == "nosniff"
 

@@ -29,16 +29,32 @@ def test_env_str_without_default_is_required(monkeypatch):
 
 
 @pytest.mark.django_db
-def test_healthz_reports_each_check_and_503_without_an_active_model(client):
-    response = client.get("/healthz")
+def test_healthz_reports_each_check_to_an_admin_and_503_without_an_active_model(admin_client):
+    response = admin_client.get("/healthz")
     body = response.json()
     assert response.status_code == 503
+    assert body["status"] == "unhealthy"
     assert body["checks"]["database"]["ok"] is True
     assert body["checks"]["model"] == {"ok": False, "error": "no active model version"}
 
 
 @pytest.mark.django_db
-def test_healthz_reports_a_stalled_pipeline_when_a_message_waits_too_long_in_received(client, settings):
+@pytest.mark.parametrize("role", [None, "no_role", "reviewer", "auditor", "ingest_service"])
+def test_healthz_says_only_healthy_or_unhealthy_to_anyone_but_an_admin(client, role):
+    from tests.factories import ModelVersionFactory, UserFactory
+
+    if role is not None:
+        client.force_login(UserFactory(role=None if role == "no_role" else role))
+    unhealthy = client.get("/healthz")
+    ModelVersionFactory(is_active=True)
+    healthy = client.get("/healthz")
+
+    assert (unhealthy.status_code, unhealthy.json()) == (503, {"status": "unhealthy"})
+    assert (healthy.status_code, healthy.json()) == (200, {"status": "healthy"})
+
+
+@pytest.mark.django_db
+def test_healthz_reports_a_stalled_pipeline_when_a_message_waits_too_long_in_received(admin_client, settings):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -48,10 +64,10 @@ def test_healthz_reports_a_stalled_pipeline_when_a_message_waits_too_long_in_rec
 
     settings.PIPELINE_STALL_SECONDS = 60
     fresh = MessageFactory()
-    assert client.get("/healthz").json()["checks"]["pipeline"]["ok"] is True
+    assert admin_client.get("/healthz").json()["checks"]["pipeline"]["ok"] is True
 
     Message.objects.filter(pk=fresh.pk).update(created_at=timezone.now() - timedelta(minutes=5))
-    response = client.get("/healthz")
+    response = admin_client.get("/healthz")
 
     pipeline = response.json()["checks"]["pipeline"]
     assert response.status_code == 503

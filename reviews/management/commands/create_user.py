@@ -2,7 +2,9 @@
 
 Creates a user in one role. People get a password (read from stdin with --password-stdin, or
 prompted for twice on a terminal) checked by the password validators; compliance admins also
-get the admin site. An ingest_service account gets no password and an API token, printed once.
+get the admin site. An ingest_service account gets no password and an API token, printed once
+(only its digest is stored; it expires after API_TOKEN_TTL_DAYS: `manage.py issue_token` gives the
+account a new one, `manage.py revoke_token` ends one).
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.validators import validate_email
 from django.db import transaction
-from rest_framework.authtoken.models import Token
 
 from reviews.roles import Role
+from reviews.tokens import IssuedToken, api_token_issue
 
 
 class Command(BaseCommand):
@@ -82,7 +84,14 @@ class Command(BaseCommand):
             user.is_staff = role == Role.COMPLIANCE_ADMIN
             user.save()
             user.groups.add(group)
-            token = Token.objects.create(user=user) if role == Role.INGEST_SERVICE else None
+            token = api_token_issue(user=user) if role == Role.INGEST_SERVICE else None
         self.stdout.write(f"Created {role.value} {username}.")
         if token is not None:
-            self.stdout.write(f"API token (shown once, keep it secret): {token.key}")
+            write_token(self.stdout, token)
+
+
+def write_token(stdout, token: IssuedToken) -> None:
+    """Print a new token once, with its name and expiry (shared with issue_token)."""
+    expiry = token.expiry.isoformat(timespec="seconds") if token.expiry else "never"
+    stdout.write(f"API token (shown once, keep it secret): {token.token}")
+    stdout.write(f"Its name is {token.token_key} (for revoke_token); it expires {expiry}.")

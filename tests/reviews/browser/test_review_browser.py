@@ -29,7 +29,9 @@ def people(settings, committed_decisions):
 def assert_no_csp_violation_of_our_own(page) -> None:
     """Nothing of ours breaks the CSP, and no script is ever blocked. plotly.js itself still tries
     a few inline styles the policy blocks (its bundled map library's stylesheet, empty style
-    attributes); static/css/plotly-csp.css supplies what the heat-map needs instead."""
+    attributes); templates/includes/plotly_head.html supplies its stylesheet instead, and the CSP
+    allows its two constant style attributes by hash (tests/reviews/browser/test_pages_browser.py
+    holds every page to no violation at all)."""
     assert not [v for v in page.csp_violations if v["directive"].startswith("script-src")], (
         page.csp_violations
     )

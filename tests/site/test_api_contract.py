@@ -1,0 +1,164 @@
+"""The API does what its OpenAPI schema says, for every role: schemathesis generates requests from
+the schema (valid ones and invalid ones), sends them to the WSGI app with a role's token, and
+runs every check (statuses and bodies as documented, valid data accepted, invalid data refused,
+no server error, authentication honoured, ...). Zero failures.
+
+Each operation is fuzzed with the token of every role allowed to use it; every other role's
+token gets one valid request per operation, which must be refused as documented (403, the
+error body). Bounded: MAX_EXAMPLES per operation and role, derandomized, so that CI sees the
+same requests on every run; `schemathesis run` against a running server explores further."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import schemathesis
+from django.core import signals
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
+from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.renderers import OpenApiJsonRenderer
+from hypothesis import HealthCheck, settings
+from schemathesis.config import SchemathesisConfig
+from schemathesis.core import NOT_SET
+
+from reviews.roles import Role
+from reviews.tokens import api_token_issue
+from tests.factories import ModelVersionFactory, UserFactory, reviewable_message
+
+MAX_EXAMPLES = 10
+REVIEWER, AUDITOR, ADMIN, SERVICE = (role.value for role in Role)
+NO_ROLE = "no_role"
+ROLES = (REVIEWER, AUDITOR, ADMIN, SERVICE, NO_ROLE)
+
+READS = ["GET /api/messages/", "GET /api/messages/{id}/"]
+INGEST = [
+    "POST /api/messages/",
+    "POST /api/messages/bulk/",
+    "GET /api/messages/status/",
+    "GET /api/messages/{id}/status/",
+]
+METRICS_PATHS = r"^/api/metrics/"
+
+CONFIG = SchemathesisConfig.from_dict(
+    {
+        "generation": {
+            "mode": "all",
+            "max-examples": MAX_EXAMPLES,
+            "deterministic": True,
+            "database": "none",
+        },
+        "checks": {
+            # A message body or a bulk list over its limit is a 413 (documented), not a 400.
+            "negative_data_rejection": {
+                "expected-statuses": ["400", "401", "403", "404", "405", "409", "413", "415", "429"]
+            },
+        },
+        "phases": {"stateful": {"enabled": False}},
+    }
+)
+
+
+def _schema_document() -> dict:
+    """The schema /api/schema/ serves, as JSON (generated here: serving it needs a signed-in user)."""
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    return json.loads(OpenApiJsonRenderer().render(document))
+
+
+schema = schemathesis.openapi.from_dict(_schema_document(), config=CONFIG)
+schema.app = get_wsgi_application()
+reads = schema.include(name=READS)
+ingest = schema.include(name=INGEST)
+metrics = schema.include(path_regex=METRICS_PATHS)
+
+
+def allowed_roles(label: str) -> set[str]:
+    if label in READS:
+        return {REVIEWER, AUDITOR, ADMIN}
+    if label in INGEST:
+        return {SERVICE, ADMIN}
+    if label.startswith("GET /api/metrics/"):
+        return {ADMIN}
+    raise AssertionError(f"{label}: say in this test which roles may use it")
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def wsgi_in_the_test_transaction(db):
+    """Django's WSGI handler closes the database connection after each request when it is not
+    in autocommit, as inside a test's transaction; its test client stops that, and so does this."""
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
+
+
+def token_for(role: str) -> str:
+    user = UserFactory(username=f"contract_{role}", role=None if role == NO_ROLE else role)
+    return api_token_issue(user=user).token
+
+
+@pytest.fixture
+def token(request, wsgi_in_the_test_transaction) -> str:
+    """A token of one role's account, with something of each kind in the database to find."""
+    ModelVersionFactory(is_active=True)
+    reviewable_message()
+    return token_for(request.param)
+
+
+# The token fixture's account and rows serve every example of one operation and role.
+fixture_shared_by_examples = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@reads.parametrize()
+@pytest.mark.parametrize("token", [REVIEWER, AUDITOR, ADMIN], indirect=True)
+@fixture_shared_by_examples
+def test_readers_get_what_the_schema_says(case, token):
+    case.call_and_validate(headers={"Authorization": f"Token {token}"})
+
+
+@ingest.parametrize()
+@pytest.mark.parametrize("token", [SERVICE, ADMIN], indirect=True)
+@fixture_shared_by_examples
+def test_feeds_get_what_the_schema_says(case, token):
+    case.call_and_validate(headers={"Authorization": f"Token {token}"})
+
+
+@metrics.parametrize()
+@pytest.mark.parametrize("token", [ADMIN], indirect=True)
+# The nine endpoints share their parameters and their view (monitoring.api.MetricsView): fewer
+# random examples each; the coverage phase still tries every boundary of every parameter.
+@settings(max_examples=3, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_the_metrics_endpoints_give_compliance_admins_what_the_schema_says(case, token):
+    case.call_and_validate(headers={"Authorization": f"Token {token}"})
+
+
+VALID_BODIES = {
+    "POST /api/messages/": {"external_id": "contract-1", "body": "Returns are guaranteed."},
+    "POST /api/messages/bulk/": {"messages": [{"external_id": "contract-2", "body": "Hello."}]},
+}
+
+
+def test_every_role_without_access_is_refused_as_the_schema_says(wsgi_in_the_test_transaction):
+    message = reviewable_message()
+    tokens = {role: token_for(role) for role in ROLES}
+    checked = 0
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        for role in sorted(set(ROLES) - allowed_roles(operation.label)):
+            case = operation.Case(
+                path_parameters={"id": message.pk} if "{id}" in operation.path else None,
+                body=VALID_BODIES.get(operation.label, NOT_SET),
+                media_type="application/json" if operation.label in VALID_BODIES else None,
+            )
+            response = case.call_and_validate(headers={"Authorization": f"Token {tokens[role]}"})
+            assert response.status_code == 403, (operation.label, role, response.status_code)
+            checked += 1
+    # reads: ingest service, no role; ingest: reviewer, auditor, no role; metrics: all but the admin
+    assert checked == 2 * 2 + 4 * 3 + 9 * 4
