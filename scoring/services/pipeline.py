@@ -23,6 +23,7 @@ from scoring.constants import MessageStatus
 from scoring.errors import DeviceFailed, DeviceOutOfMemory, ModelNotReady, ScoringInputError
 from scoring.models import ClaimType, Message, ModelVersion, Prediction, RuleMatch
 from scoring.segmentation import segments_json
+from scoring.services.context import score_with_parts, scoring_plan
 from scoring.services.queueing import messages_enqueue_explanation, messages_retry_scoring
 from scoring.services.transitions import path_fields
 
@@ -56,7 +57,7 @@ def _default_scorer(version: ModelVersion):
     return get_scorer(version)
 
 
-def _score_isolating_failures(scorer, bodies: list[str]) -> list[object]:
+def _score_isolating_failures(scorer, bodies: list[str], parts: list | None = None) -> list[object]:
     """Score the batch; if it fails as a whole, score one by one so that one bad message
     fails alone (its exception is returned in its place). A message that does not fit in the
     device's memory gets its DeviceOutOfMemory in its place: the caller defers it, never fails it.
@@ -64,16 +65,17 @@ def _score_isolating_failures(scorer, bodies: list[str]) -> list[object]:
     is judged by a broken device."""
     from scoring.classifier.device_check import is_device_failure
 
+    parts = parts if parts is not None else [None] * len(bodies)
     try:
-        return list(scorer.score(bodies))
+        return list(score_with_parts(scorer, bodies, parts))
     except Exception as batch_exc:
         if is_device_failure(batch_exc):
             raise DeviceFailed(str(batch_exc)) from batch_exc
         logger.warning("batch scoring failed (%s); isolating messages", batch_exc)
     results: list[object] = []
-    for body in bodies:
+    for body, part in zip(bodies, parts, strict=True):
         try:
-            results.append(scorer.score([body])[0])
+            results.append(score_with_parts(scorer, [body], [part])[0])
         except Exception as exc:
             results.append(exc)
     return results
@@ -114,9 +116,13 @@ def messages_score_batch(
     if not candidates:
         return BatchOutcome(0, poisoned, len(message_ids) - poisoned, [])
 
+    # What the message's source adds (scoring.services.context): attachments and quoted history
+    # already seen in its thread as parts of their own, a chat line's earlier lines.
+    plan = scoring_plan(message_ids=[m.pk for m in candidates], bodies=[m.body for m in candidates])
     started = time.perf_counter()
     try:
-        results = _score_isolating_failures(scorer, [m.body for m in candidates])
+        results = _score_isolating_failures(scorer, [m.body for m in candidates], plan.parts)
+        results = plan.with_context(scorer, results, threshold=version.threshold)
     except DeviceFailed:
         _give_back_attempt([m.pk for m in candidates])
         raise
@@ -296,6 +302,7 @@ def prediction_from_result(
             for w in result.windows
         ],
         segments=segments_json(getattr(result, "segments", None) or []),
+        context=dict(getattr(result, "context", None) or {}),
         threshold=version.threshold,
         flagged=float(result.score) >= version.threshold,
         is_shadow=shadow,
