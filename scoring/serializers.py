@@ -128,6 +128,10 @@ class MessageDetailSerializer(MessageListSerializer):
         fields = [
             *MessageListSerializer.Meta.fields,
             "body",
+            "subject",
+            "conversation",
+            "headers",
+            "attachments",
             "attempts",
             "timestamps",
             "shadow_predictions",

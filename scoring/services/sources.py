@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -174,3 +175,51 @@ def sources_ingest(
         if ids:
             Conversation.objects.filter(pk__in=list(ids.values()), messages__isnull=True).delete()
     return results
+
+
+@dataclass
+class ImportReport:
+    """What an import did: counts and each refused item's position and reason."""
+
+    created: int = 0
+    duplicate: int = 0
+    error: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def stored(self) -> int:
+        return self.created + self.duplicate
+
+
+def sources_import(
+    *,
+    reads: Iterable[tuple[str, SourceMessage | SourceError]],
+    submitted_by: AbstractBaseUser | None = None,
+    chunk: int | None = None,
+    progress: Callable[[int], object] | None = None,
+) -> ImportReport:
+    """Store a source's reads (position, message or error) in chunks of `chunk` (one transaction
+    each, sources_ingest), and report what happened, every refusal with its position. A message
+    is stored whole or not at all; the good messages of a file are stored whatever its bad ones."""
+    size = chunk or settings.BULK_MAX_ITEMS
+    report = ImportReport()
+    pending: list[tuple[str, SourceMessage | SourceError]] = []
+
+    def flush() -> None:
+        if not pending:
+            return
+        results = sources_ingest(items=[item for _, item in pending], submitted_by=submitted_by)
+        for (position, _), result in zip(pending, results, strict=True):
+            setattr(report, result.status, getattr(report, result.status) + 1)
+            if result.status == "error":
+                report.errors.append(f"{position}: {result.error}")
+        if progress is not None:
+            progress(len(pending))
+        pending.clear()
+
+    for read in reads:
+        pending.append(read)
+        if len(pending) >= size:
+            flush()
+    flush()
+    return report

@@ -52,8 +52,8 @@ from scoring.sources.types import Attachment, SourceMessage
 class MailLimits:
     """The limits of one message (settings: EMAIL_*; scoring.services.sources.mail_limits)."""
 
-    max_message_bytes: int = 40 * 1024 * 1024
-    max_attachment_bytes: int = 20 * 1024 * 1024
+    max_message_bytes: int = 25 * 1024 * 1024
+    max_attachment_bytes: int = 10 * 1024 * 1024
     max_parts: int = 200
     max_depth: int = 5
     max_archive_bytes: int = 20 * 1024 * 1024

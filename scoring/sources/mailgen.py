@@ -14,7 +14,9 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from email import policy
 from email.message import EmailMessage
+from email.parser import BytesParser
 from email.utils import format_datetime
 
 HTML_STYLES: tuple[str, ...] = ("outlook", "gmail", "newsletter")
@@ -180,7 +182,10 @@ def build_email(spec: MailSpec) -> EmailMessage:
         message.add_alternative(html_text, subtype="html", charset=spec.charset)
     for attachment in spec.attachments:
         maintype, _, subtype = attachment.content_type.partition("/")
-        if maintype == "text":
+        if attachment.content_type == "message/rfc822":  # a forward as attachment: the message itself
+            inner = BytesParser(policy=policy.default).parsebytes(attachment.data)
+            message.add_attachment(inner, filename=attachment.name)
+        elif maintype == "text":
             message.add_attachment(attachment.data.decode("utf-8"), subtype=subtype, filename=attachment.name)
         else:
             message.add_attachment(
