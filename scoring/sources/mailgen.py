@@ -192,3 +192,59 @@ def build_email(spec: MailSpec) -> EmailMessage:
                 attachment.data, maintype=maintype, subtype=subtype, filename=attachment.name
             )
     return message
+
+
+MIX = (("plain", 0.40), ("html", 0.25), ("attachments", 0.15), ("reply", 0.20))
+
+
+def write_mixed_mbox(path, texts: Sequence[str], *, seed: int = 0) -> dict[str, int]:
+    """An mbox of len(texts) real-looking messages, one per text, in the MIX of kinds: plain
+    text, HTML only (Outlook, Gmail or newsletter HTML), multipart/alternative with a PDF and a
+    text attachment, and replies quoting an earlier message with In-Reply-To/References.
+    Returns how many of each kind were written. (For `bench_import`.)"""
+    import mailbox
+    import random
+    from datetime import UTC, timedelta
+
+    rng = random.Random(f"mixed-mbox:{seed}")
+    counts = {kind: 0 for kind, _ in MIX}
+    start = datetime(2025, 1, 6, 8, 0, tzinfo=UTC)
+    box = mailbox.mbox(path, create=True)
+    box.lock()
+    try:
+        for index, text in enumerate(texts):
+            kind = rng.choices([k for k, _ in MIX], weights=[w for _, w in MIX])[0]
+            if kind == "reply" and index == 0:
+                kind = "plain"
+            counts[kind] += 1
+            spec = MailSpec(
+                text=text,
+                sender=f"adviser{index % 50}@bank.example",
+                to=[f"client{index % 200}@client.example"],
+                subject=f"Portfolio note {index % 400}",
+                date=start + timedelta(minutes=7 * index),
+                message_id=f"<bench-{seed}-{index}@bank.example>",
+            )
+            if kind == "html":
+                spec.form, spec.html_style = "html", HTML_STYLES[index % len(HTML_STYLES)]
+            elif kind == "attachments":
+                spec.form = "alternative"
+                spec.attachments = (
+                    AttachmentSpec(
+                        "factsheet.pdf", "application/pdf", bytes(rng.getrandbits(8) for _ in range(2048))
+                    ),
+                    AttachmentSpec("notes.txt", "text/plain", b"Agenda: review, fees, next meeting.\n"),
+                )
+            elif kind == "reply":
+                parent = rng.randrange(max(0, index - 50), index)
+                spec.subject = f"Re: Portfolio note {parent % 400}"
+                spec.in_reply_to = f"<bench-{seed}-{parent}@bank.example>"
+                spec.references = [spec.in_reply_to]
+                spec.quoted = texts[parent]
+                spec.quoted_date = start + timedelta(minutes=7 * parent)
+            box.add(build_email(spec).as_bytes())
+        box.flush()
+    finally:
+        box.unlock()
+        box.close()
+    return counts
