@@ -302,6 +302,10 @@ SLACK_EXPORT_MAX_BYTES = env_int(
 # this many seconds (at most this many lines in all), so a claim split over lines is caught.
 CHAT_CONTEXT_SECONDS = env_int("CHAT_CONTEXT_SECONDS", 120, minimum=0)
 CHAT_CONTEXT_LINES = env_int("CHAT_CONTEXT_LINES", 6, minimum=1)
+# A large mbox (IMPORT_PARALLEL_FROM messages or more) is parsed in this many other processes
+# while the importing process stores (1: parse in the importing process).
+IMPORT_PARSE_PROCESSES = env_int("IMPORT_PARSE_PROCESSES", 2, minimum=1)
+IMPORT_PARALLEL_FROM = env_int("IMPORT_PARALLEL_FROM", 1_000, minimum=1)
 # Quoted history is compared with this many earlier messages of its thread (not scored twice).
 THREAD_SEEN_LOOKBACK = env_int("THREAD_SEEN_LOOKBACK", 50, minimum=0)
 

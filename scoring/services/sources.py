@@ -58,6 +58,14 @@ def export_limits() -> ExportLimits:
     return ExportLimits(max_bytes=settings.SLACK_EXPORT_MAX_BYTES, max_ratio=settings.ARCHIVE_MAX_RATIO)
 
 
+def parse_processes(total: int | None) -> int:
+    """How many processes parse an mbox of `total` messages (IMPORT_PARSE_PROCESSES from
+    IMPORT_PARALLEL_FROM messages on; one, this process, below it)."""
+    if total is None or total < settings.IMPORT_PARALLEL_FROM:
+        return 1
+    return settings.IMPORT_PARSE_PROCESSES
+
+
 def normalised_subject(subject: str) -> str:
     """The subject without reply/forward prefixes and list tags, case folded, spaces collapsed."""
     text = subject or ""

@@ -18,6 +18,9 @@ class SourceError(Exception):
         self.message = message
         self.position = position
 
+    def __reduce__(self):  # picklable (parsed in another process: scoring.sources.mailboxes)
+        return (SourceError, (self.code, self.message), {"position": self.position})
+
     def at(self, position: str) -> SourceError:
         """The same error, placed at `position` (for reports of a file of many messages)."""
         return SourceError(self.code, self.message, position=position)

@@ -31,8 +31,15 @@ def count_mbox(path: Path) -> int:
         box.close()
 
 
-def read_mbox(path: Path, *, limits: MailLimits) -> Iterator[Read]:
-    """Every message of an mbox file, in order, positioned as "message N" (1-based)."""
+def _parse_job(job: tuple[str, bytes, MailLimits]) -> Read:
+    position, raw, limits = job
+    return _parsed(position, raw, limits)
+
+
+def read_mbox(path: Path, *, limits: MailLimits, processes: int = 1) -> Iterator[Read]:
+    """Every message of an mbox file, in order, positioned as "message N" (1-based). With
+    `processes` > 1 the messages are parsed in that many other processes (spawned: they import
+    no Django and share no database connection) while this one stores what they return."""
     box = mailbox.mbox(path, create=False)
     try:
         keys = list(box.iterkeys())
@@ -41,8 +48,15 @@ def read_mbox(path: Path, *, limits: MailLimits) -> Iterator[Read]:
                 "not_an_mbox",
                 f"{path.name} holds no message: an mbox starts each message with a 'From ' line.",
             )
-        for number, key in enumerate(keys, start=1):
-            yield _parsed(f"message {number}", box.get_bytes(key), limits)
+        jobs = ((f"message {number}", box.get_bytes(key), limits) for number, key in enumerate(keys, start=1))
+        if processes <= 1:
+            for job in jobs:
+                yield _parse_job(job)
+            return
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(processes) as pool:
+            yield from pool.imap(_parse_job, jobs, chunksize=64)
     finally:
         box.close()
 

@@ -4,7 +4,8 @@ Times parsing and storing an mbox of `n` generated mixed messages (scoring.sourc
 plain, HTML-only, multipart/alternative with a PDF and a text attachment, replies quoting their
 parent), as `import_messages` does it (scoring.sources.mailboxes.read_mbox, then
 scoring.services.sources.sources_import in chunks of BULK_MAX_ITEMS): parsing, threading and
-storing; scoring excluded (its tasks are never published). Everything is written inside one
+storing, with IMPORT_PARSE_PROCESSES processes parsing from IMPORT_PARALLEL_FROM messages on;
+scoring excluded (its tasks are never published). Everything is written inside one
 transaction on the configured database and rolled back at the end, so nothing is kept (and
 the per-chunk commits of a real import are not counted). Prints messages/s (the whole import,
 and parsing alone), peak RSS and the machine. Target on a 2-core CPU: >= 500 messages/s."""
@@ -24,7 +25,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, transaction
 from tqdm import tqdm
 
-from scoring.services.sources import mail_limits, sources_import
+from scoring.services.sources import mail_limits, parse_processes, sources_import
 from scoring.sources.mailboxes import read_mbox
 from scoring.sources.mailgen import write_mixed_mbox
 
@@ -87,6 +88,7 @@ class Command(BaseCommand):
             "meets_target": n / import_s >= TARGET_MSGS_PER_S,
             "peak_rss_mb": round(_peak_rss_mb(), 1),
             "peak_rss_mb_before_import": round(rss_before, 1),
+            "parse_processes": parse_processes(n),
             "database": connection.vendor,
             "cpu_model": _cpu_model(),
             "cpus": len(os.sched_getaffinity(0)),
@@ -117,7 +119,8 @@ class Command(BaseCommand):
                 started, cpu = time.perf_counter(), time.process_time()
                 with tqdm(total=n, desc="importing", unit="msg", disable=None) as bar:
                     outcome["report"] = sources_import(
-                        reads=read_mbox(path, limits=mail_limits()), progress=bar.update
+                        reads=read_mbox(path, limits=mail_limits(), processes=parse_processes(n)),
+                        progress=bar.update,
                     )
                 outcome["seconds"] = time.perf_counter() - started
                 outcome["cpu_seconds"] = time.process_time() - cpu

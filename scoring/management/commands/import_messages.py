@@ -25,7 +25,7 @@ from django.utils.dateparse import parse_datetime
 from tqdm import tqdm
 
 from scoring.services.ingest import IncomingMessage, IngestInvalid, messages_ingest_bulk
-from scoring.services.sources import ImportReport, export_limits, mail_limits, sources_import
+from scoring.services.sources import ImportReport, export_limits, mail_limits, parse_processes, sources_import
 from scoring.sources.chat import read_chat_csv, read_chat_jsonl
 from scoring.sources.detect import FORMATS, detect_format
 from scoring.sources.errors import SourceError
@@ -167,7 +167,8 @@ class Command(BaseCommand):
                 raise CommandError(f"{path} holds no .eml file.")
             reads, total = read_eml_files(files, root=path, limits=mail_limits()), len(files)
         elif fmt == "mbox":
-            reads, total = read_mbox(path, limits=mail_limits()), count_mbox(path)
+            total = count_mbox(path)
+            reads = read_mbox(path, limits=mail_limits(), processes=parse_processes(total))
         elif fmt == "slack":
             messages = read_slack_export(path, limits=export_limits())  # whole, or SourceError
             reads = ((f"{m.conversation_title} {m.headers.get('ts', '')}", m) for m in messages)
