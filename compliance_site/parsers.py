@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser
+from rest_framework.parsers import BaseParser, JSONParser
 
 from compliance_site.api_errors import ApiError
 
@@ -38,3 +39,23 @@ class StrictJSONParser(JSONParser):
 
 def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not valid JSON")
+
+
+class RawEmailParser(BaseParser):
+    """One RFC 5322 message, `Content-Type: message/rfc822`: its bytes, read up to
+    EMAIL_MAX_MESSAGE_BYTES (a longer body is refused with 413 before it is all read)."""
+
+    media_type = "message/rfc822"
+
+    def parse(self, stream, media_type=None, parser_context=None) -> bytes:
+        limit = settings.EMAIL_MAX_MESSAGE_BYTES
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if len(raw) > limit:
+            raise ApiError(
+                status_code=413,
+                code="message_too_large",
+                message=f"The message is over the limit of {limit:,} bytes (EMAIL_MAX_MESSAGE_BYTES).",
+            )
+        if not raw.strip():
+            raise ApiError(status_code=400, code="empty_body", message="The request body is empty.")
+        return raw

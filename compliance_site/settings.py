@@ -381,6 +381,32 @@ MAX_BODY_CHARS = env_int("MAX_BODY_CHARS", 100_000, minimum=1)
 BULK_MAX_ITEMS = env_int("BULK_MAX_ITEMS", 1_000, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 50 * 1024 * 1024, minimum=1024)
 
+# --- Message sources: email and chat exports (scoring.sources; README "Email and chat sources") ---
+# One RFC 5322 message (an .eml, one message of an mbox, POST /api/messages/raw/), as bytes:
+# refused before parsing past it (the standard library's parser reads a 34 MB message, a 25 MB
+# attachment in base64, in seconds of CPU). An attachment, decoded, within an accepted message.
+EMAIL_MAX_MESSAGE_BYTES = env_int("EMAIL_MAX_MESSAGE_BYTES", 25 * 1024 * 1024, minimum=1024)
+EMAIL_MAX_ATTACHMENT_BYTES = env_int("EMAIL_MAX_ATTACHMENT_BYTES", 10 * 1024 * 1024, minimum=1)
+EMAIL_MAX_PARTS = env_int("EMAIL_MAX_PARTS", 200, minimum=1)
+EMAIL_MAX_DEPTH = env_int("EMAIL_MAX_DEPTH", 5, minimum=0)  # message/rfc822 inside message/rfc822
+# A zip attachment (its text files are scored): expanded size, expansion ratio, files.
+ARCHIVE_MAX_BYTES = env_int("ARCHIVE_MAX_BYTES", 20 * 1024 * 1024, minimum=1)
+ARCHIVE_MAX_RATIO = env_int("ARCHIVE_MAX_RATIO", 100, minimum=1)
+ARCHIVE_MAX_MEMBERS = env_int("ARCHIVE_MAX_MEMBERS", 1_000, minimum=1)
+SLACK_EXPORT_MAX_BYTES = env_int(
+    "SLACK_EXPORT_MAX_BYTES", 2 * 1024**3, minimum=1
+)  # a zipped export, expanded
+# A chat line is also scored with the same sender's earlier lines of its conversation within
+# this many seconds (at most this many lines in all), so a claim split over lines is caught.
+CHAT_CONTEXT_SECONDS = env_int("CHAT_CONTEXT_SECONDS", 120, minimum=0)
+CHAT_CONTEXT_LINES = env_int("CHAT_CONTEXT_LINES", 6, minimum=1)
+# A large mbox (IMPORT_PARALLEL_FROM messages or more) is parsed in this many other processes
+# while the importing process stores (1: parse in the importing process).
+IMPORT_PARSE_PROCESSES = env_int("IMPORT_PARSE_PROCESSES", 2, minimum=1)
+IMPORT_PARALLEL_FROM = env_int("IMPORT_PARALLEL_FROM", 1_000, minimum=1)
+# Quoted history is compared with this many earlier messages of its thread (not scored twice).
+THREAD_SEEN_LOOKBACK = env_int("THREAD_SEEN_LOOKBACK", 50, minimum=0)
+
 # --- Celery ----------------------------------------------------------------------------------
 BROKER_DIR = Path(env_str("CLAIMWATCH_BROKER_DIR", str(VAR_DIR / "broker")))
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -45,6 +46,7 @@ from django.contrib.auth.models import Group, User
 from django.test.utils import override_settings
 from django.utils import timezone
 
+from monitoring.demo_sources import DemoRow, DemoWriter
 from monitoring.errors import SimulationError
 from reviews.models import ReviewDecision
 from reviews.roles import Role
@@ -67,6 +69,11 @@ class SimulationConfig:
     qa_rate: float = 1.0
     error_rate: float = 0.005
     seed: int = 7
+    # Deliver the traffic as production does: each day an mbox, a Slack export and an SMS
+    # transcript (monitoring.demo_sources) read by the importers (scoring.services.sources).
+    via_sources: bool = False
+    # Leave the last simulated day's routed messages in the review queue, for a person to try.
+    leave_last_day: bool = False
 
     def validate(self) -> None:
         problems = []
@@ -90,7 +97,14 @@ class SimulationConfig:
 
 
 DEMO = SimulationConfig(
-    days=14, drift_day=7, per_day=40, drift_per_day=8, drift_types=("risk_free",), qa_rate=0.5
+    days=14,
+    drift_day=7,
+    per_day=40,
+    drift_per_day=8,
+    drift_types=("risk_free",),
+    qa_rate=0.5,
+    via_sources=True,
+    leave_last_day=True,
 )
 
 
@@ -200,6 +214,7 @@ class _Pending:
     message_id: int
     label: int
     claim_type: str
+    received_at: datetime
 
 
 def _verdict(rng: random.Random, item: _Pending, error_rate: float) -> tuple[str, str | None]:
@@ -227,6 +242,10 @@ def simulate(
     from scoring.services.ingest import IncomingMessage, messages_ingest_bulk
     from scoring.services.pipeline import messages_score_batch
     from scoring.services.shadow import messages_shadow_score
+    from scoring.services.sources import mail_limits, sources_import
+    from scoring.sources.chat import read_chat_jsonl
+    from scoring.sources.mailboxes import read_mbox
+    from scoring.sources.slack import read_slack_export
 
     config.validate()
     today = today or timezone.now().date()
@@ -257,11 +276,19 @@ def simulate(
     pending: list[_Pending] = []
     last_decision = datetime.combine(days[0], datetime.min.time(), tzinfo=UTC)
 
+    last_day_start = datetime.combine(days[-1], datetime.min.time(), tzinfo=UTC)
+    kept: list[_Pending] = []  # the last day's routed messages, left for a person (leave_last_day)
+    writer = DemoWriter(seed=config.seed) if config.via_sources else None
+    folder = Path(settings.VAR_DIR) / "demo" / run
+
     def review_until(until: datetime) -> None:
         nonlocal last_decision
         pending.sort(key=lambda p: p.due)
         while pending and pending[0].due <= until:
             item = pending.pop(0)
+            if config.leave_last_day and item.received_at >= last_day_start:
+                kept.append(item)
+                continue
             message = Message.objects.get(pk=item.message_id)
             if message.status != MessageStatus.IN_REVIEW:
                 continue
@@ -283,6 +310,24 @@ def simulate(
             last_decision = at
             report.decided += 1
 
+    rows_by_key: dict[str, dict] = {}
+
+    def _ingest_via_sources(writer, items, labels, day_folder: Path, report) -> list[int]:
+        demo_rows = [DemoRow(rows_by_key[i.external_id], 0, i.received_at, i.external_id) for i in items]
+        sources = writer.write_day(demo_rows, day_folder)
+        labels.update(sources.labels)
+        reads = [
+            *read_mbox(sources.mbox, limits=mail_limits()),
+            *((m.external_id, m) for m in read_slack_export(sources.slack)),
+            *read_chat_jsonl(sources.sms),
+        ]
+        outcome = sources_import(reads=reads)
+        if outcome.errors:
+            raise SimulationError(f"the importers refused simulated messages: {outcome.errors[:3]}")
+        keys = [m.external_id for _, m in reads]
+        report.messages += len(keys) - len(items)  # a split chat claim is sent as several lines
+        return list(Message.objects.filter(external_id__in=keys).values_list("pk", flat=True))
+
     with _in_process_broker(), override_settings(QA_SAMPLE_RATE=config.qa_rate):
         for index in progress(range(config.days), "simulated days"):
             day = days[index]
@@ -298,6 +343,8 @@ def simulate(
                 row = rows[row_index]
                 external_id = f"sim-{run}-{index:03d}-{row['id']}"
                 labels[external_id] = (row["label"], row["claim_type"])
+                if writer is not None:
+                    rows_by_key[external_id] = row
                 items.append(
                     IncomingMessage(
                         external_id=external_id,
@@ -313,13 +360,16 @@ def simulate(
 
             started = time.perf_counter()
             ids = []
-            for chunk_start in range(0, len(items), settings.BULK_MAX_ITEMS):
-                for result in messages_ingest_bulk(
-                    items=items[chunk_start : chunk_start + settings.BULK_MAX_ITEMS]
-                ):
-                    if result.status == "error":
-                        raise SimulationError(f"ingest refused a simulated message: {result.error}")
-                    ids.append(result.message.pk)
+            if writer is not None:
+                ids = _ingest_via_sources(writer, items, labels, folder / day.isoformat(), report)
+            else:
+                for chunk_start in range(0, len(items), settings.BULK_MAX_ITEMS):
+                    for result in messages_ingest_bulk(
+                        items=items[chunk_start : chunk_start + settings.BULK_MAX_ITEMS]
+                    ):
+                        if result.status == "error":
+                            raise SimulationError(f"ingest refused a simulated message: {result.error}")
+                        ids.append(result.message.pk)
             report.seconds["ingest"] += time.perf_counter() - started
 
             started = time.perf_counter()
@@ -363,7 +413,7 @@ def simulate(
                 if status == MessageStatus.IN_REVIEW:
                     label, code = labels[external_id]
                     delay = timedelta(hours=rng.uniform(*REVIEW_DELAY_HOURS))
-                    pending.append(_Pending(received_at + delay, pk, label, code))
+                    pending.append(_Pending(received_at + delay, pk, label, code, received_at))
             day_end = datetime.combine(day + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
             review_until(min(day_end, timezone.now()))
             report.seconds["review"] += time.perf_counter() - started
@@ -371,7 +421,7 @@ def simulate(
         started = time.perf_counter()
         review_until(timezone.now())
         report.seconds["review"] += time.perf_counter() - started
-    report.left_in_queue = len(pending)
+    report.left_in_queue = len(pending) + len(kept)
     rollup_refresh()
     report.seconds = {stage: round(seconds, 1) for stage, seconds in report.seconds.items()}
     return report

@@ -109,6 +109,8 @@ PART_LABELS = {
     "body": "Written by the sender",
     "signature": "Sign-off, signature and disclaimers",
     "quoted": "Quoted or forwarded history",
+    "seen": "Quoted history already shown in an earlier message of this thread",
+    "attachment": "Attachment",
 }
 
 
@@ -122,10 +124,17 @@ class Part:
     score: float | None
     drove_score: bool
     segments: tuple[Segment, ...]
+    name: str = ""  # an attachment's file name
 
     @property
     def label(self) -> str:
-        return PART_LABELS.get(self.kind, self.kind)
+        base = PART_LABELS.get(self.kind, self.kind)
+        return f"{base}: {self.name}" if self.name else base
+
+    @property
+    def collapsed(self) -> bool:
+        """Shown folded: quoted history that does not route, and history already seen."""
+        return (self.kind == "quoted" and not self.routes) or self.kind == "seen"
 
 
 def build_parts(

@@ -16,6 +16,7 @@ urlpatterns = [
     path("messages/<int:pk>/decide", message.message_decide, name="decide"),
     path("messages/<int:pk>/second-level", message.message_second_level, name="second_level"),
     path("messages/<int:pk>/correct", message.message_correct, name="correct"),
+    path("conversations/<int:pk>/", message.conversation_page, name="conversation"),
     path("escalations/", records.escalations, name="escalations"),
     path("records/", records.records, name="records"),
     path("records/export.csv", records.records_csv, name="records_csv"),

@@ -9,7 +9,8 @@ import django_filters
 from django import forms
 from django.conf import settings
 from django_filters.fields import IsoDateTimeField
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
@@ -17,7 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from compliance_site.api_errors import ApiError, ErrorSerializer, conflict, too_large
-from compliance_site.parsers import StrictJSONParser
+from compliance_site.parsers import RawEmailParser, StrictJSONParser
 from scoring import selectors
 from scoring.constants import FeedStatus, MessageStatus, statuses_of
 from scoring.models import Message
@@ -39,6 +40,9 @@ from scoring.services.ingest import (
     messages_ingest_bulk,
     validate_incoming,
 )
+from scoring.services.sources import mail_limits, sources_ingest
+from scoring.sources.errors import SIZE_CODES, SourceError
+from scoring.sources.mail import parse_email
 
 ERROR_RESPONSE = ErrorSerializer
 
@@ -184,6 +188,81 @@ class MessageBulkIngestView(APIView):
                 details=body["results"],
             )
         return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+RAW_ERRORS = (
+    "malformed_mime, not_an_email, no_text_part, unknown_charset, charset_mismatch, too_many_parts, "
+    "nested_too_deep, message_loop, empty_body, invalid (the text fails the message checks)"
+)
+
+
+def _raw_error(code: str, message: str) -> ApiError:
+    if code == "conflict":
+        return conflict(message)
+    return ApiError(status_code=413 if code in SIZE_CODES else 400, code=code, message=message)
+
+
+class MessageRawIngestView(APIView):
+    """POST one email as it travels (RFC 5322, `Content-Type: message/rfc822`): parsed
+    (scoring.sources.mail), stored with its headers, attachments and thread, queued for scoring.
+    external_id is its Message-ID (else the sha256 of its bytes), so posting it again is harmless."""
+
+    parser_classes = [RawEmailParser]
+    permission_classes = [CanIngest]
+
+    @extend_schema(
+        summary="Ingest one raw email (message/rfc822)",
+        description=(
+            "The body is one RFC 5322 message, MIME and all. Its text (text/plain preferred, else "
+            "its HTML as text), its text attachments (text/plain, text/csv, .txt, .csv, text files "
+            "in a zip) and the text of attached messages are scored; other attachments are listed "
+            "as not scored. Limits are settings: EMAIL_MAX_MESSAGE_BYTES, EMAIL_MAX_ATTACHMENT_BYTES, "
+            "EMAIL_MAX_PARTS, EMAIL_MAX_DEPTH, ARCHIVE_MAX_BYTES, ARCHIVE_MAX_RATIO, ARCHIVE_MAX_MEMBERS. "
+            "Nothing is stored when the message is refused."
+        ),
+        request={"message/rfc822": OpenApiTypes.BINARY},
+        responses={
+            202: OpenApiResponse(MessageAcceptedSerializer, description="Stored and queued for scoring."),
+            200: OpenApiResponse(
+                MessageAcceptedSerializer, description="Already stored (same Message-ID, same text)."
+            ),
+            400: OpenApiResponse(ERROR_RESPONSE, description=f"Refused; error.code is one of: {RAW_ERRORS}."),
+            401: OpenApiResponse(ERROR_RESPONSE, description="No or a bad token (not_authenticated)."),
+            403: OpenApiResponse(ERROR_RESPONSE, description="Not an ingest account (permission_denied)."),
+            409: OpenApiResponse(
+                ERROR_RESPONSE, description="The Message-ID is stored with another text (conflict)."
+            ),
+            413: OpenApiResponse(
+                ERROR_RESPONSE,
+                description="Too large; error.code: message_too_large, attachment_too_large, archive_bomb "
+                "(a zip attachment that would expand past the limits), too_large (the text over "
+                "MAX_BODY_CHARS).",
+            ),
+            415: OpenApiResponse(ERROR_RESPONSE, description="Not message/rfc822 (unsupported_media_type)."),
+        },
+        examples=[
+            OpenApiExample(
+                "A plain email",
+                value="From: Ann <ann@bank.example>\r\nTo: bob@client.example\r\nSubject: Fund\r\n"
+                "Message-ID: <1@bank.example>\r\n\r\nThe payouts are certain.\r\n",
+                request_only=True,
+                media_type="message/rfc822",
+            )
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        raw = request.data
+        if not isinstance(raw, bytes | bytearray) or not raw:
+            raise ApiError(status_code=400, code="empty_body", message="The request body is empty.")
+        try:
+            item = parse_email(bytes(raw), limits=mail_limits())
+        except SourceError as exc:
+            raise _raw_error(exc.code, exc.message) from exc
+        (result,) = sources_ingest(items=[item], submitted_by=request.user, gather=True)
+        if result.status == "error":
+            raise _raw_error(result.error_code, result.error)
+        code = status.HTTP_202_ACCEPTED if result.status == "created" else status.HTTP_200_OK
+        return Response(MessageAcceptedSerializer(result.message).data, status=code)
 
 
 def _bulk_result(result) -> dict[str, Any]:

@@ -202,6 +202,28 @@ class WorkerDevice(models.Model):
         return f"{self.node}: {self.device or self.requested} {'usable' if self.usable else 'NOT usable'}"
 
 
+class Conversation(models.Model):
+    """Messages that belong together: an email thread (References / In-Reply-To, else the
+    normalised subject and the participants) or a chat conversation (a Slack channel, a
+    transcript's conversation_id). `key` is how the sources find it again
+    (scoring.services.sources); messages point at it."""
+
+    class Kind(models.TextChoices):
+        EMAIL_THREAD = "email_thread", "Email thread"
+        CHAT = "chat", "Chat conversation"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    key = models.CharField(max_length=300, unique=True)
+    title = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.title or self.key
+
+
 class Message(models.Model):
     """An ingested message. It is persisted before anything else happens and moves through
     explicit status transitions (scoring.constants.TRANSITIONS), each with its timestamp.
@@ -242,6 +264,27 @@ class Message(models.Model):
     # one, where their ids may collide; deactivate the account instead.
     submitted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # Where it came from (scoring.sources): an email's headers and attachments, the thread or
+    # chat conversation it belongs to. Empty for messages posted as JSON.
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.PROTECT, related_name="messages"
+    )
+    subject = models.CharField(max_length=500, blank=True)
+    message_id_header = models.CharField(
+        max_length=500, blank=True, help_text="An email's Message-ID (without <>), for threading."
+    )
+    headers = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Email: from, to, cc, date, message_id, in_reply_to, references, notes; chat: "
+        "the source's details.",
+    )
+    attachments = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="[{name, content_type, size, scored, note, start, end}]: [start, end) is a scored "
+        "attachment's text in the body.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -289,6 +332,11 @@ class Message(models.Model):
             ),
             # Monitoring: the roll-up recomputes the days of messages changed since its last refresh.
             models.Index(fields=["updated_at"], name="message_updated"),
+            # A conversation's messages in time order (the thread view, a chat line's context).
+            models.Index(fields=["conversation", "received_at"], name="message_conversation_time"),
+            models.Index(
+                fields=["message_id_header"], condition=~Q(message_id_header=""), name="message_rfc822_id"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -319,6 +367,14 @@ class Prediction(models.Model):
         default=list,
         help_text="[{kind, start, end, routes}]: the message parts the model read apart "
         "(body, signature, quoted history; scoring.segmentation), empty for a whole-text model.",
+    )
+    context = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What the message was read with beyond its own text (scoring.services.context): "
+        "a chat line's earlier lines from the same sender ({lines: {message_ids, text, score, "
+        "before_score, line_score, drove}}), quoted history already seen in the thread "
+        "({seen_quoted: [{start, end, message_id}]}).",
     )
     threshold = models.FloatField()
     flagged = models.BooleanField()

@@ -35,7 +35,12 @@ BODY = "body"
 SIGNATURE = "signature"
 QUOTED = "quoted"
 KINDS: tuple[str, ...] = (BODY, SIGNATURE, QUOTED)
-ROUTING_KINDS: frozenset[str] = frozenset({BODY, SIGNATURE})
+# Parts that only a message's source knows of (scoring.services.context), never found by
+# `segment`: the text of an email's attachment (the sender sends it: it routes), and quoted
+# history already read in an earlier message of the thread (not scored again, never routes).
+ATTACHMENT = "attachment"
+SEEN = "seen"
+ROUTING_KINDS: frozenset[str] = frozenset({BODY, SIGNATURE, ATTACHMENT})
 # Bump when the rules below change what they find: predictions store the version they used.
 SEGMENTATION_VERSION = 1
 

@@ -228,6 +228,10 @@ class MessageDetailSerializer(MessageListSerializer):
         fields = [
             *MessageListSerializer.Meta.fields,
             "body",
+            "subject",
+            "conversation",
+            "headers",
+            "attachments",
             "attempts",
             "timestamps",
             "shadow_predictions",

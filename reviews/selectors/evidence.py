@@ -12,6 +12,7 @@ from explanations.models import AttentionDiagnostic, Explanation, ExplanationSta
 from reviews.constants import EXPLANATION_PREFERENCE
 from reviews.highlight import Part, RuleSpan, Segment, build_parts, build_segments
 from reviews.models import ReviewDecision, ReviewLock
+from reviews.selectors.sources import name_attachment_parts
 from scoring.models import Message, Prediction, RuleMatch
 
 
@@ -71,12 +72,13 @@ class Evidence:
     def parts(self) -> list[Part]:
         """The body's display segments by message part (body, signature, quoted history)."""
         prediction = self.prediction
-        return build_parts(
+        parts = build_parts(
             self.message.body,
             self.segments,
             prediction.segments if prediction is not None else (),
             prediction.window_scores if prediction is not None else (),
         )
+        return name_attachment_parts(parts, self.message.attachments)
 
 
 def _rule_spans(rule_matches: list[RuleMatch]) -> list[RuleSpan]:

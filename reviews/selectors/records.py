@@ -127,6 +127,10 @@ def records_list(
     """What one records row shows (with `with_snapshot`, what one CSV line shows), in the same
     query. The list page leaves the snapshot JSON, the widest column, in the database."""
     fields = [f for f in HASHED_FIELDS if not f.endswith("_id") and (with_snapshot or f != "snapshot")]
+    extra: list[str] = []
+    if with_snapshot:  # the CSV also carries the subject, the thread and the chat conversation
+        queryset = queryset.select_related("message__conversation")
+        extra = ["message__subject", "message__conversation_id", "message__conversation__kind"]
     return queryset.select_related(
         "message", "reviewer", "claim_type", "model_version", "model_claim_type", "supersedes"
     ).only(
@@ -146,6 +150,7 @@ def records_list(
         "model_version_id",
         "model_claim_type_id",
         "supersedes_id",
+        *extra,
     )
 
 

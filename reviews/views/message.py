@@ -19,10 +19,11 @@ from reviews.errors import AlreadyDecided, LockHeldByOther, LockNotHeld, NotPerm
 from reviews.forms import CorrectionForm, DecisionForm, SecondLevelForm
 from reviews.roles import Role
 from reviews.selectors import attention_diagnostic, message_evidence
+from reviews.selectors.sources import CONVERSATION_PAGE, conversation_messages, message_source
 from reviews.services import decision_record, lock_claim, lock_release
 from reviews.views._common import is_admin, is_reviewer
 from scoring.constants import MessageStatus
-from scoring.models import ClaimType, Message
+from scoring.models import ClaimType, Conversation, Message
 
 READ_ROLES = (Role.REVIEWER, Role.COMPLIANCE_ADMIN, Role.AUDITOR)
 ERROR_STATUS = {NotPermitted: 403, LockNotHeld: 409, LockHeldByOther: 409, AlreadyDecided: 409}
@@ -42,6 +43,9 @@ def _render(
     live_other = lock is not None and not mine and lock.expires_at > now
     forms = forms or {}
     context = {
+        "source": message_source(
+            message, context=evidence.prediction.context if evidence.prediction else None
+        ),
         "evidence": evidence,
         "message": message,
         "prediction": evidence.prediction,
@@ -101,6 +105,18 @@ def message_attention(request: HttpRequest, pk: int) -> JsonResponse:
     except AttentionDataError as exc:
         return JsonResponse({"error": str(exc)}, status=400)
     return JsonResponse(payload)
+
+
+@role_required(*READ_ROLES, write_roles=())
+@require_GET
+def conversation_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """An email thread or a chat conversation: its messages in time order."""
+    try:
+        conversation, lines = conversation_messages(pk)
+    except Conversation.DoesNotExist as exc:
+        raise Http404("No such conversation.") from exc
+    context = {"conversation": conversation, "lines": lines, "truncated": len(lines) >= CONVERSATION_PAGE}
+    return render(request, "reviews/conversation.html", context)
 
 
 def _service_error(request: HttpRequest, pk: int, exc: ReviewError, forms: dict[str, Any] | None = None):

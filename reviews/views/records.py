@@ -30,6 +30,7 @@ from reviews.selectors import (
     records_list,
     records_page,
 )
+from reviews.selectors.sources import message_source
 from reviews.views._common import pager_links, path_prefix, query_with
 
 
@@ -74,6 +75,14 @@ def _cell(value: Any) -> Any:
     return "" if value is None else value
 
 
+def _conversation_of(decision: ReviewDecision, kind: str) -> int | str:
+    """The message's conversation id when it is of `kind` (an email thread, a chat)."""
+    message = decision.message
+    if message.conversation_id is None or message.conversation.kind != kind:
+        return ""
+    return message.conversation_id
+
+
 CSV_COLUMNS: list[tuple[str, Any]] = [
     ("sequence", lambda d: d.sequence),
     ("decided_at", lambda d: d.created_at.isoformat()),
@@ -94,6 +103,9 @@ CSV_COLUMNS: list[tuple[str, Any]] = [
     ("qa_sample", lambda d: d.is_qa_sample),
     ("agrees_with_model", lambda d: d.agrees_with_model),
     ("claim_type_matches", lambda d: d.claim_type_matches),
+    ("subject", lambda d: d.message.subject),
+    ("thread_id", lambda d: _conversation_of(d, "email_thread")),
+    ("conversation_id", lambda d: _conversation_of(d, "chat")),
     ("rule_codes", lambda d: " ".join(m["rule_code"] for m in d.snapshot.get("rule_matches", []))),
     ("explanation_id", lambda d: (d.snapshot.get("explanation") or {}).get("id")),
     ("explanation_passed", lambda d: (d.snapshot.get("explanation") or {}).get("passed")),
@@ -139,6 +151,7 @@ def record_detail(request: HttpRequest, pk: int) -> HttpResponse:
         for m in snapshot.get("rule_matches", [])
     ]
     context = {
+        "source": message_source(decision.message),
         "decision": decision,
         "snapshot": snapshot,
         "shown_explanation": shown,

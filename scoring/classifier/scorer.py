@@ -123,6 +123,9 @@ class ScoreResult:
     windows: list[WindowScore]
     best_window: int  # index into windows: the routing window that decided the score
     segments: list[Segment] = field(default_factory=list)  # the message's parts (segmented artifacts)
+    # What the text was read with beyond itself (a chat line's earlier lines, quoted history
+    # already seen in its thread): set by scoring.services.context, stored on the Prediction.
+    context: dict = field(default_factory=dict)
 
 
 def log_odds(probability: float) -> float:
@@ -483,23 +486,35 @@ class Scorer:
         offsets = np.cumsum([0] + [len(windows) for windows in per_text])
         return per_text, probabilities, offsets
 
-    def score(self, texts: Sequence[str]) -> list[ScoreResult]:
+    def score(
+        self, texts: Sequence[str], parts: Sequence[Sequence[Segment]] | None = None
+    ) -> list[ScoreResult]:
         """Score each text: best-window score, claim type, probabilities and all window scores.
-        Raises ScoringInputError (nothing returned) when any text is refused."""
+        `parts`: the parts to read of each text, when its source knows better than
+        `segment` (an email's attachments, quoted history already seen: scoring.services.context);
+        ignored by an artifact that reads whole texts. Raises ScoringInputError (nothing
+        returned) when any text is refused."""
         if len(texts) == 0:
             return []
         self._check(texts)  # before segmenting: a refused text may not even be a string
+        given = None
+        if parts is not None and self.segmented:
+            if len(parts) != len(texts):
+                raise ValueError(f"{len(parts)} lists of parts for {len(texts)} texts")
+            given = [list(p) for p in parts]
         if not self.overlap:
-            return self._score_chunk(texts, self.parts(texts))
+            return self._score_chunk(texts, given if given is not None else self.parts(texts))
         results: list[ScoreResult] = []
-        for start, chunk, (parts, per_text) in self._prepared_chunks(texts):
+        for start, chunk, (parts, per_text) in self._prepared_chunks(texts, given):
             try:
                 results.extend(self._score_chunk(chunk, parts, per_text))
             except ScoringInputError as exc:
                 raise ScoringInputError(exc.reason, index=start + (exc.index or 0)) from exc
         return results
 
-    def _prepared_chunks(self, texts: Sequence[str]) -> Iterator[tuple[int, Sequence[str], tuple]]:
+    def _prepared_chunks(
+        self, texts: Sequence[str], given: list[list[Segment]] | None = None
+    ) -> Iterator[tuple[int, Sequence[str], tuple]]:
         """(start, chunk, (parts, windows)) for chunks of about one forward budget of text, each
         chunk's segmentation and tokenisation running in a thread while the caller runs the one
         before. A chunk's refusal is raised when the caller reaches it, with its index in texts."""
@@ -514,7 +529,7 @@ class Scorer:
 
         def prepare(first: int, last: int):
             chunk = texts[first:last]
-            parts = self.parts(chunk)
+            parts = given[first:last] if given is not None else self.parts(chunk)
             try:
                 return parts, self.windows(chunk, parts)
             except ScoringInputError as exc:

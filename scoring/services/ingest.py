@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
@@ -41,11 +41,19 @@ class IngestInvalid(ScoringError):
 
 @dataclass(frozen=True)
 class IncomingMessage:
+    """A message to store. The fields after `received_at` come from real sources (email, chat
+    exports: scoring.services.sources) and stay empty for messages posted as JSON."""
+
     external_id: str
     body: str
     sender: str = ""
     channel: str = Channel.OTHER
     received_at: datetime | None = None
+    subject: str = ""
+    headers: dict = field(default_factory=dict)
+    attachments: list = field(default_factory=list)
+    message_id_header: str = ""
+    conversation_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,11 @@ def _new_message(item: IncomingMessage, submitted_by: AbstractBaseUser | None) -
         channel=item.channel,
         received_at=item.received_at or timezone.now(),
         submitted_by_id=feed_of(submitted_by),
+        subject=item.subject[:500],
+        headers=item.headers,
+        attachments=item.attachments,
+        message_id_header=item.message_id_header[:500],
+        conversation_id=item.conversation_id,
     )
 
 
@@ -150,12 +163,16 @@ class BulkItemResult:
 
 
 def messages_ingest_bulk(
-    *, items: Sequence[IncomingMessage | IngestInvalid], submitted_by: AbstractBaseUser | None = None
+    *,
+    items: Sequence[IncomingMessage | IngestInvalid],
+    submitted_by: AbstractBaseUser | None = None,
+    gather: bool = False,
 ) -> list[BulkItemResult]:
     """Store many messages in one transaction; each item gets its own result (created,
     duplicate, or error with its reason) and one bad item does not reject the others.
     `items` may already contain IngestInvalid for entries that failed parsing upstream.
-    New messages are queued for scoring in batches after commit."""
+    New messages are queued for scoring in batches after commit (`gather`: asked for a gather
+    instead, as a single message is, so that a trickle of one-message calls is batched)."""
     results: dict[int, BulkItemResult] = {}
     candidates: list[tuple[int, IncomingMessage]] = []
     for index, item in enumerate(items):
@@ -203,7 +220,10 @@ def messages_ingest_bulk(
         try:
             with transaction.atomic():
                 created = Message.objects.bulk_create([entry[2] for entry in to_create.values()])
-                _request_scoring([m.pk for m in created])
+                if gather:
+                    _request_gather()
+                else:
+                    _request_scoring([m.pk for m in created])
         except IntegrityError:
             # A concurrent request inserted some of these ids: fall back to one at a time,
             # which resolves each against what is stored now.
@@ -220,7 +240,10 @@ def messages_ingest_bulk(
                     results[index] = BulkItemResult(
                         index, "error", error_code="conflict", error=str(exc), field="external_id"
                     )
-            _request_scoring(created_ids)  # still a bulk request: its batches go out on commit
+            if gather:
+                _request_gather()
+            else:
+                _request_scoring(created_ids)  # still a bulk request: its batches go out on commit
         else:
             for (index, _, _), message in zip(to_create.values(), created, strict=True):
                 results[index] = BulkItemResult(index, "created", message=message)

@@ -33,6 +33,7 @@ from scoring.services.claims import (
     work_claim_heartbeat,
     work_claim_release,
 )
+from scoring.services.context import score_with_parts, scoring_plan
 from scoring.services.queueing import messages_enqueue_explanation, messages_retry_scoring
 from scoring.services.transitions import path_fields
 
@@ -66,17 +67,18 @@ def _default_scorer(version: ModelVersion):
     return get_scorer(version)
 
 
-def _score_bisecting(scorer, bodies: list[str]) -> list[object]:
-    """Score the texts; a call that raises is split in two, and so on, until the text that makes
-    it raise is alone and gets its exception in its place (one bad text among 256 costs about 16
-    calls, not 256). A message that does not fit in the device's memory gets its
-    DeviceOutOfMemory in its place: the caller defers it, never fails it. A call under which the
-    device itself failed (a CUDA error) raises DeviceFailed: no message is judged by a broken
-    device."""
+def _score_bisecting(scorer, bodies: list[str], parts: list | None = None) -> list[object]:
+    """Score the texts (with what each message's source adds, `parts`: scoring.services.context);
+    a call that raises is split in two, and so on, until the text that makes it raise is alone
+    and gets its exception in its place (one bad text among 256 costs about 16 calls, not 256). A
+    message that does not fit in the device's memory gets its DeviceOutOfMemory in its place: the
+    caller defers it, never fails it. A call under which the device itself failed (a CUDA error)
+    raises DeviceFailed: no message is judged by a broken device."""
     from scoring.classifier.device_check import is_device_failure
 
+    parts = parts if parts is not None else [None] * len(bodies)
     try:
-        return list(scorer.score(bodies))
+        return list(score_with_parts(scorer, bodies, parts))
     except SoftTimeLimitExceeded:  # the task's time is up: no text's fault
         raise
     except Exception as exc:
@@ -86,7 +88,9 @@ def _score_bisecting(scorer, bodies: list[str]) -> list[object]:
             return [exc]
         logger.warning("scoring %d texts failed (%s); splitting them", len(bodies), exc)
     middle = len(bodies) // 2
-    return _score_bisecting(scorer, bodies[:middle]) + _score_bisecting(scorer, bodies[middle:])
+    return _score_bisecting(scorer, bodies[:middle], parts[:middle]) + _score_bisecting(
+        scorer, bodies[middle:], parts[middle:]
+    )
 
 
 def _lock_scorable(ids: list[int]) -> list[Message]:
@@ -155,8 +159,12 @@ def _score_claimed(ids: list[int], *, version: ModelVersion, scorer, claim) -> B
         work_claim_end(claim=claim)
         return BatchOutcome(0, 0, 0, [])
 
+    # What the message's source adds (scoring.services.context): attachments and quoted history
+    # already seen in its thread as parts of their own, a chat line's earlier lines.
+    plan = scoring_plan(message_ids=[m.pk for m in candidates], bodies=[m.body for m in candidates])
     started = time.perf_counter()
-    results = _score_bisecting(scorer, [m.body for m in candidates])
+    results = _score_bisecting(scorer, [m.body for m in candidates], plan.parts)
+    results = plan.with_context(scorer, results, threshold=version.threshold)
     per_message_ms = (time.perf_counter() - started) * 1000.0 / len(candidates)
     compiled_rules = active_compiled_rules()
     hits = {
@@ -303,6 +311,7 @@ def prediction_from_result(
             for w in result.windows
         ],
         segments=segments_json(getattr(result, "segments", None) or []),
+        context=dict(getattr(result, "context", None) or {}),
         threshold=version.threshold,
         flagged=float(result.score) >= version.threshold,
         is_shadow=shadow,

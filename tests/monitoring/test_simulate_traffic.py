@@ -110,3 +110,37 @@ def test_days_ago_ends_the_simulated_days_that_many_days_earlier(tiny_model_vers
     assert report["last_day"] == (yesterday - timedelta(days=5)).isoformat()
     latest = Message.objects.order_by("-received_at").first().received_at.date()
     assert latest <= yesterday - timedelta(days=5)
+
+
+def test_the_demo_arrives_through_the_importers_and_leaves_its_last_day_in_the_queue(
+    tiny_model_version, settings, tmp_path
+):
+    from reviews.models import ReviewDecision
+    from scoring.constants import MessageStatus
+    from scoring.models import Conversation
+
+    settings.VAR_DIR = tmp_path
+    settings.IG_N_STEPS = 4
+
+    report = run(demo=True, days=2, drift_day=1, per_day=12, drift_per_day=2, qa_rate=1.0, reviewers=1)
+
+    run_folder = next((tmp_path / "demo").iterdir())
+    assert sorted(p.name for p in next(run_folder.iterdir()).iterdir()) == [
+        "journal.mbox",
+        "slack-export",
+        "sms.jsonl",
+    ]
+    messages = list(Message.objects.select_related("conversation"))
+    assert report["messages"] == len(messages)
+    emails = [m for m in messages if m.channel == "email"]
+    assert emails and all(m.subject and m.headers.get("message_id") for m in emails)
+    assert all(m.conversation is not None for m in messages if m.channel in ("email", "chat"))
+    assert Conversation.objects.filter(kind=Conversation.Kind.CHAT).exists()
+    last_day = report["last_day"]
+    routed_last = [
+        m for m in messages if m.received_at.date().isoformat() == last_day and m.route_reason != "cleared"
+    ]
+    assert routed_last and all(m.status == MessageStatus.IN_REVIEW for m in routed_last)
+    assert report["left_in_queue"] >= len(routed_last)
+    decided = ReviewDecision.objects.values_list("message__received_at", flat=True)
+    assert decided and all(at.date().isoformat() < last_day for at in decided)

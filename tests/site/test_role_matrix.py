@@ -19,7 +19,7 @@ from django.urls import get_resolver, reverse
 
 from monitoring.api_urls import ENDPOINTS as METRICS_ENDPOINTS
 from reviews.roles import Role
-from scoring.models import ModelComparison
+from scoring.models import Conversation, ModelComparison
 from tests.factories import ModelVersionFactory, ReviewDecisionFactory, UserFactory, reviewable_message
 
 ANONYMOUS = "anonymous"
@@ -38,6 +38,7 @@ class World:
     decision: int
     model_version: int
     comparison: int
+    conversation: int
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,13 @@ ROUTES: list[Route] = [
     Route("reviews:message", "get", url("reviews:message", "in_review"), R({REVIEWER, AUDITOR, ADMIN})),
     Route("reviews:message", "post", url("reviews:message", "in_review"), R()),
     Route("reviews:attention", "get", url("reviews:attention", "in_review"), R({REVIEWER, AUDITOR, ADMIN})),
+    Route(
+        "reviews:conversation",
+        "get",
+        url("reviews:conversation", "conversation"),
+        R({REVIEWER, AUDITOR, ADMIN}),
+    ),
+    Route("reviews:conversation", "post", url("reviews:conversation", "conversation"), R()),
     Route("reviews:claim", "post", url("reviews:claim", "in_review"), R({REVIEWER})),
     Route("reviews:release", "post", url("reviews:release", "in_review"), R({REVIEWER})),
     Route(
@@ -114,6 +122,7 @@ ROUTES: list[Route] = [
     Route("api-messages", "post", url("api-messages"), R({ADMIN, SERVICE}), kind="api"),
     Route("api-messages-bulk", "post", url("api-messages-bulk"), R({ADMIN, SERVICE}), kind="api"),
     Route("api-messages-bulk", "get", url("api-messages-bulk"), R(), kind="api"),
+    Route("api-messages-raw", "get", url("api-messages-raw"), R(), kind="api"),
     Route(
         "api-message-detail",
         "get",
@@ -189,7 +198,16 @@ def world(db) -> World:
     decision = ReviewDecisionFactory(reviewer=author, verdict="no_claim")
     version = in_review.routing_prediction.model_version
     comparison = ModelComparison.objects.create(baseline=version, candidate=ModelVersionFactory())
-    return World(in_review.pk, escalated.pk, decision.message_id, decision.pk, version.pk, comparison.pk)
+    conversation = Conversation.objects.create(kind=Conversation.Kind.CHAT, key="chat:matrix", title="matrix")
+    return World(
+        in_review.pk,
+        escalated.pk,
+        decision.message_id,
+        decision.pk,
+        version.pk,
+        comparison.pk,
+        conversation.pk,
+    )
 
 
 def client_for(role: str) -> Client:

@@ -1,9 +1,19 @@
-"""Import messages from a JSONL or CSV file through the same service as the bulk API."""
+"""python manage.py import_messages PATH [--format ...] [--as-user NAME] [--chunk N]
+
+Imports messages from, detected from PATH (scoring.sources.detect; --format forces it):
+- `jsonl` / `csv`: rows of external_id|id, body, sender, channel, received_at;
+- `eml`: one .eml file, or a folder of them; `mbox`: an mbox file;
+- `slack`: a Slack workspace export (its folder or its .zip);
+- `chat-jsonl` / `chat-csv`: chat transcripts (conversation_id, sender, sent_at, text).
+Every refused message or row is reported with its position (line, message number, file) and the
+rest are imported; a file in which nothing could be imported exits non-zero. A progress bar goes
+to stderr."""
 
 from __future__ import annotations
 
 import csv
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +25,18 @@ from django.utils.dateparse import parse_datetime
 from tqdm import tqdm
 
 from scoring.services.ingest import IncomingMessage, IngestInvalid, messages_ingest_bulk
+from scoring.services.sources import ImportReport, export_limits, mail_limits, parse_processes, sources_import
+from scoring.sources.chat import read_chat_csv, read_chat_jsonl
+from scoring.sources.detect import FORMATS, detect_format
+from scoring.sources.errors import SourceError
+from scoring.sources.mailboxes import count_mbox, eml_files, read_eml_files, read_mbox
+from scoring.sources.slack import read_slack_export
 
 FIELDS = ("external_id", "body", "sender", "channel", "received_at")
+# How long a CSV field may be: bodies up to this many times MAX_BODY_CHARS are read whole and
+# refused by the body limit with their length (the rest of the file is imported); a longer
+# field is reported as unreadable and reading goes on at the next line.
+CSV_FIELD_FACTOR = 8
 
 
 def _item(raw: Any) -> IncomingMessage | IngestInvalid:
@@ -58,65 +78,128 @@ def _read_jsonl(path: Path) -> Iterator[Row]:
             yield line_number, _item(raw)
 
 
+def csv_field_limit() -> int:
+    return max(csv.field_size_limit(), CSV_FIELD_FACTOR * settings.MAX_BODY_CHARS)
+
+
 def _read_csv(path: Path) -> Iterator[Row]:
-    with path.open(encoding="utf-8", errors="strict", newline="") as handle:
-        reader = csv.DictReader(handle)
-        if not reader.fieldnames or "body" not in reader.fieldnames:
-            raise CommandError("The CSV needs a header row with at least external_id (or id) and body.")
-        for line_number, row in enumerate(reader, start=2):
-            yield line_number, _item({k: v for k, v in row.items() if k in (*FIELDS, "id")})
+    limit = csv_field_limit()
+    previous = csv.field_size_limit(limit)
+    try:
+        with path.open(encoding="utf-8", errors="strict", newline="") as handle:
+            reader = csv.DictReader(handle)
+            if not reader.fieldnames or "body" not in reader.fieldnames:
+                raise CommandError("The CSV needs a header row with at least external_id (or id) and body.")
+            while True:
+                start = reader.line_num + 1
+                try:
+                    row = next(reader)
+                except StopIteration:
+                    break
+                except csv.Error as exc:
+                    yield (
+                        start,
+                        IngestInvalid(
+                            f"the row cannot be read ({exc}: a field is longer than {limit:,} characters, "
+                            f"{CSV_FIELD_FACTOR} times the body limit); reading goes on at the next line",
+                            code="too_large",
+                        ),
+                    )
+                    continue
+                yield start, _item({k: v for k, v in row.items() if k in (*FIELDS, "id")})
+    finally:
+        csv.field_size_limit(previous)
 
 
 class Command(BaseCommand):
-    help = "Import messages from a JSONL or CSV file (external_id|id, body, sender, channel, received_at)."
+    help = (
+        "Import messages: JSONL/CSV rows, an .eml file or a folder of them, an mbox, a Slack export "
+        "(folder or .zip), or a chat transcript (JSONL/CSV with conversation_id, sender, sent_at, text)."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("file", type=Path)
-        parser.add_argument("--format", choices=["jsonl", "csv"], help="Default: from the file extension.")
+        parser.add_argument("--format", choices=FORMATS, help="Default: detected from the path.")
         parser.add_argument("--as-user", help="Record this user as the submitter.")
         parser.add_argument("--chunk", type=int, default=settings.BULK_MAX_ITEMS)
 
     def handle(self, *args: Any, **options: Any) -> None:
         path: Path = options["file"]
-        if not path.is_file():
+        if not path.exists():
             raise CommandError(f"{path} does not exist.")
-        fmt = options["format"] or ("csv" if path.suffix.lower() == ".csv" else "jsonl")
+        fmt = options["format"] or detect_format(path)
         user = None
         if options["as_user"]:
             user = get_user_model().objects.filter(username=options["as_user"]).first()
             if user is None:
                 raise CommandError(f"No user {options['as_user']!r}.")
-        reader = _read_csv(path) if fmt == "csv" else _read_jsonl(path)
-        totals = {"created": 0, "duplicate": 0, "error": 0}
-        errors: list[str] = []
-        chunk: list[Row] = []
         try:
-            with tqdm(desc=f"importing {path.name}", unit="msg") as progress:
-                for item in reader:
-                    chunk.append(item)
-                    if len(chunk) >= options["chunk"]:
-                        self._flush(chunk, user, totals, errors, progress)
-                        chunk = []
-                self._flush(chunk, user, totals, errors, progress)
+            if fmt in ("jsonl", "csv"):
+                if not path.is_file():
+                    raise CommandError(f"{path} is not a file.")
+                report = self._rows(path, fmt, user, options["chunk"])
+            else:
+                report = self._source(path, fmt, user, options["chunk"])
+        except SourceError as exc:
+            raise CommandError(f"{path}: {exc} Nothing was imported from it.") from exc
         except UnicodeDecodeError as exc:
             raise CommandError(
                 f"{path} is not UTF-8 text ({exc}); nothing after the last full chunk was read."
             ) from exc
-        for error in errors[:20]:
+        for error in report.errors[:20]:
             self.stderr.write(error)
-        if len(errors) > 20:
-            self.stderr.write(f"... and {len(errors) - 20} more errors")
-        self.stdout.write(
-            f"created {totals['created']}, duplicates {totals['duplicate']}, errors {totals['error']}"
-        )
+        if len(report.errors) > 20:
+            self.stderr.write(f"... and {len(report.errors) - 20} more errors")
+        self.stdout.write(f"created {report.created}, duplicates {report.duplicate}, errors {report.error}")
+        if report.error and not report.stored:
+            raise CommandError(
+                f"nothing was imported: all {report.error} {'items' if report.error > 1 else 'item'} of "
+                f"{path.name} failed (read as {fmt}; --format chooses another reading)."
+            )
+
+    def _bar(self, desc: str, total: int | None) -> tqdm:
+        return tqdm(desc=desc, total=total, unit="msg", file=sys.stderr, disable=None)
+
+    def _source(self, path: Path, fmt: str, user, chunk: int) -> ImportReport:
+        if fmt == "eml":
+            files = eml_files(path) if path.is_dir() else [path]
+            if not files:
+                raise CommandError(f"{path} holds no .eml file.")
+            reads, total = read_eml_files(files, root=path, limits=mail_limits()), len(files)
+        elif fmt == "mbox":
+            total = count_mbox(path)
+            reads = read_mbox(path, limits=mail_limits(), processes=parse_processes(total))
+        elif fmt == "slack":
+            messages = read_slack_export(path, limits=export_limits())  # whole, or SourceError
+            reads = ((f"{m.conversation_title} {m.headers.get('ts', '')}", m) for m in messages)
+            total = len(messages)
+        elif fmt == "chat-jsonl":
+            reads, total = read_chat_jsonl(path), None
+        else:
+            reads, total = read_chat_csv(path), None
+        with self._bar(f"importing {path.name}", total) as bar:
+            return sources_import(reads=reads, submitted_by=user, chunk=chunk, progress=bar.update)
+
+    def _rows(self, path: Path, fmt: str, user, chunk_size: int) -> ImportReport:
+        reader = _read_csv(path) if fmt == "csv" else _read_jsonl(path)
+        report = ImportReport()
+        chunk: list[Row] = []
+        with self._bar(f"importing {path.name}", None) as bar:
+            for item in reader:
+                chunk.append(item)
+                if len(chunk) >= chunk_size:
+                    self._flush(chunk, user, report, bar)
+                    chunk = []
+            self._flush(chunk, user, report, bar)
+        return report
 
     @staticmethod
-    def _flush(chunk: list[Row], user, totals, errors, progress) -> None:
+    def _flush(chunk: list[Row], user, report: ImportReport, bar) -> None:
         if not chunk:
             return
         results = messages_ingest_bulk(items=[item for _, item in chunk], submitted_by=user)
         for (line, _), result in zip(chunk, results, strict=True):
-            totals[result.status] += 1
+            setattr(report, result.status, getattr(report, result.status) + 1)
             if result.status == "error":
-                errors.append(f"line {line}: {result.error}")
-        progress.update(len(chunk))
+                report.errors.append(f"line {line}: {result.error}")
+        bar.update(len(chunk))

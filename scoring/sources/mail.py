@@ -1,0 +1,497 @@
+"""One RFC 5322 message (MIME) read into a SourceMessage, or refused with a specific SourceError.
+
+Parsed with the standard library (`email.parser.BytesParser`, policy `default`, whose header
+objects are cached per (name, value): the parser asks for a part's Content-Type about ten times
+and re-parses it each time, which made parsing six times slower). What is kept:
+
+- From, To, Cc, Subject, Date, Message-ID, In-Reply-To and References;
+- the text: `get_body(("plain", "html"))`, so multipart/alternative gives its text/plain and an
+  HTML-only mail its HTML converted to text (scoring.sources.html); quoted-printable and base64
+  decoded, charsets as scoring.sources.charsets says;
+- attachments, each with its name, type and size; text attachments (text/plain, text/csv, a .txt
+  or .csv name) are read and scored as part of the message, so are the text files inside a zip
+  attachment and the text of an attached message (message/rfc822, a forward as attachment);
+  anything else is listed as not scored, with the reason.
+
+The message's `body` is its text followed by each scored attachment, under a line
+"[Attachment: name · type · size]"; `attachments` gives each one's [start, end) in the body
+(scoring.services.context scores each as a part of its own, which routes like the body).
+
+Refused, before anything is stored (code in brackets): a message over the size limit
+(message_too_large), more MIME parts than the limit (too_many_parts, checked on the raw bytes
+before parsing, so a deeply nested bomb costs nothing), message/rfc822 nested deeper than the
+limit (nested_too_deep) or an attached message that repeats the Message-ID of a message it is
+inside (message_loop), a broken MIME structure (malformed_mime: no boundary, a boundary that
+never starts or never closes), bytes with no header at all (not_an_email), no text anywhere
+(no_text_part), an attachment over the size limit (attachment_too_large), a zip attachment that
+would expand past the limits (archive_bomb), a charset that cannot be read
+(unknown_charset, charset_mismatch)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import zipfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email import errors as email_errors
+from email import policy
+from email.headerregistry import HeaderRegistry
+from email.message import EmailMessage
+from email.parser import BytesParser
+from functools import lru_cache
+
+from scoring.sources.charsets import decode_text
+from scoring.sources.errors import SourceError
+from scoring.sources.html import html_to_text
+from scoring.sources.types import Attachment, SourceMessage
+
+
+@dataclass(frozen=True)
+class MailLimits:
+    """The limits of one message (settings: EMAIL_*; scoring.services.sources.mail_limits)."""
+
+    max_message_bytes: int = 25 * 1024 * 1024
+    max_attachment_bytes: int = 10 * 1024 * 1024
+    max_parts: int = 200
+    max_depth: int = 5
+    max_archive_bytes: int = 20 * 1024 * 1024
+    max_archive_ratio: int = 100
+    max_archive_members: int = 1000
+
+
+class _CachingRegistry(HeaderRegistry):
+    """policy.default's header registry, remembering the header objects it made (they are
+    immutable): the feed parser asks for each part's Content-Type many times."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._cached = lru_cache(maxsize=4096)(super().__call__)
+
+    def __call__(self, name: str, value: str):
+        return self._cached(name, value)
+
+
+POLICY = policy.default.clone(header_factory=_CachingRegistry())
+TEXT_ATTACHMENT_TYPES = frozenset({"text/plain", "text/csv"})
+TEXT_ATTACHMENT_SUFFIXES = (".txt", ".csv")
+ARCHIVE_TYPES = frozenset({"application/zip", "application/x-zip-compressed", "application/x-zip"})
+_STRUCTURE_DEFECTS = (
+    email_errors.NoBoundaryInMultipartDefect,
+    email_errors.StartBoundaryNotFoundDefect,
+    email_errors.CloseBoundaryNotFoundDefect,
+    email_errors.MultipartInvariantViolationDefect,
+    email_errors.InvalidMultipartContentTransferEncodingDefect,
+)
+_DEFECT_TEXT = {
+    email_errors.NoBoundaryInMultipartDefect: "it is declared multipart but names no boundary",
+    email_errors.StartBoundaryNotFoundDefect: "its boundary never appears in the body",
+    email_errors.CloseBoundaryNotFoundDefect: "its closing boundary is missing (the message is cut short)",
+    email_errors.MultipartInvariantViolationDefect: "it is declared multipart but holds no parts",
+    email_errors.InvalidMultipartContentTransferEncodingDefect: (
+        "a multipart part has a Content-Transfer-Encoding other than 7bit, 8bit or binary"
+    ),
+}
+_CONTAINER_HEADER = re.compile(rb"(?im)^content-type:[ \t]*(?:multipart|message)/")
+_MSG_ID = re.compile(r"<([^<>\s]+)>")
+
+
+def _size(n: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:,} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def _header(message: EmailMessage, name: str) -> str:
+    try:
+        value = message.get(name)
+    except (ValueError, IndexError, TypeError, AttributeError):  # a header too broken to parse
+        raw = dict(message.raw_items()).get(name)
+        return str(raw or "").strip()
+    return str(value or "").strip()
+
+
+def _addresses(message: EmailMessage, name: str) -> tuple[str, ...]:
+    try:
+        header = message.get(name)
+        if header is None:
+            return ()
+        return tuple(str(address) for group in header.groups for address in group.addresses)
+    except (ValueError, IndexError, TypeError, AttributeError):
+        return tuple(part.strip() for part in _header(message, name).split(",") if part.strip())
+
+
+def _sender_address(message: EmailMessage) -> str:
+    try:
+        header = message.get("From")
+        if header is not None and header.addresses:
+            return header.addresses[0].addr_spec or str(header.addresses[0])
+    except (ValueError, IndexError, TypeError, AttributeError):
+        pass
+    return _header(message, "From")
+
+
+def _date(message: EmailMessage) -> datetime | None:
+    try:
+        header = message.get("Date")
+        value = getattr(header, "datetime", None)
+    except (ValueError, IndexError, TypeError, AttributeError, OverflowError):
+        return None
+    if value is None:
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _ids(value: str) -> tuple[str, ...]:
+    found = tuple(_MSG_ID.findall(value))
+    if found:
+        return found
+    bare = value.strip()
+    return (bare,) if bare and " " not in bare else ()
+
+
+def _describe(part: EmailMessage, index: int) -> str:
+    return f"part {index} ({part.get_content_type()})"
+
+
+class _Reader:
+    """State of reading one message: the limits, the parts counted, notes, attachments."""
+
+    def __init__(self, limits: MailLimits) -> None:
+        self.limits = limits
+        self.notes: list[str] = []
+        self.attachments: list[tuple[Attachment, str]] = []  # (attachment, its text or "")
+        self.parts = 0
+
+    # --- structure ------------------------------------------------------------------------
+
+    def check_structure(self, part: EmailMessage, ancestors: tuple[str, ...], depth: int) -> None:
+        """Count the parts, refuse a broken structure, an attached-message loop and nesting
+        deeper than the limit (recursion bounded by max_parts)."""
+        self.parts += 1
+        if self.parts > self.limits.max_parts:
+            raise SourceError(
+                "too_many_parts", f"the message has more than {self.limits.max_parts} MIME parts."
+            )
+        broken = [d for d in part.defects if isinstance(d, _STRUCTURE_DEFECTS)]
+        if broken:
+            what = "; ".join(dict.fromkeys(_DEFECT_TEXT[type(d)] for d in broken))
+            raise SourceError(
+                "malformed_mime",
+                f"malformed MIME structure in part {self.parts} ({part.get_content_type()}): {what}.",
+            )
+        if part.get_content_type() == "message/rfc822" and part.is_multipart():
+            for inner in part.get_payload():
+                inner_id = "".join(_ids(_header(inner, "Message-ID"))[:1])
+                if inner_id and inner_id in ancestors:
+                    raise SourceError(
+                        "message_loop",
+                        f"part {self.parts} (message/rfc822) holds the message <{inner_id}> inside "
+                        "itself: a message/rfc822 loop.",
+                    )
+                if depth + 1 > self.limits.max_depth:
+                    raise SourceError(
+                        "nested_too_deep",
+                        "attached messages (message/rfc822) are nested more than "
+                        f"{self.limits.max_depth} deep.",
+                    )
+                self.check_structure(inner, (*ancestors, inner_id) if inner_id else ancestors, depth + 1)
+        elif part.is_multipart():
+            for child in part.get_payload():
+                self.check_structure(child, ancestors, depth)
+
+    # --- text ------------------------------------------------------------------------------
+
+    def part_text(self, part: EmailMessage, where: str) -> str:
+        data = part.get_payload(decode=True) or b""
+        text, note = decode_text(data, part.get_content_charset(), where=where)
+        if note:
+            self.notes.append(note)
+        if part.get_content_type() == "text/html":
+            text = html_to_text(text)
+        return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+
+    # --- attachments -----------------------------------------------------------------------
+
+    def attachment(self, part: EmailMessage, index: int, prefix: str, ancestors, depth) -> None:
+        content_type = part.get_content_type()
+        name = part.get_filename() or ""
+        if content_type == "message/rfc822":
+            inner = part.get_payload()[0] if part.is_multipart() else None
+            subject = _header(inner, "Subject") if inner is not None else ""
+            name = name or f"{subject or 'attached message'}.eml"
+            self._attached_message(part, inner, prefix + name, ancestors, depth)
+            return
+        name = prefix + (name or f"part-{index}")
+        data = part.get_payload(decode=True) or b""
+        if len(data) > self.limits.max_attachment_bytes:
+            raise SourceError(
+                "attachment_too_large",
+                f"the attachment {name!r} is {_size(len(data))}; the limit is "
+                f"{_size(self.limits.max_attachment_bytes)}.",
+            )
+        lowered = name.lower()
+        if content_type in TEXT_ATTACHMENT_TYPES or lowered.endswith(TEXT_ATTACHMENT_SUFFIXES):
+            text, note = decode_text(data, part.get_content_charset(), where=f"the attachment {name!r}")
+            if note:
+                self.notes.append(note)
+            self._add(Attachment(name, content_type, len(data), True, ""), text)
+        elif content_type in ARCHIVE_TYPES or lowered.endswith(".zip"):
+            self._archive(name, content_type, data)
+        else:
+            self._add(
+                Attachment(name, content_type, len(data), False, f"not scored: {content_type} is not text"),
+                "",
+            )
+
+    def _add(self, attachment: Attachment, text: str) -> None:
+        self.attachments.append((attachment, text.replace("\r\n", "\n").replace("\x00", "")))
+
+    def _attached_message(self, part, inner, name: str, ancestors, depth: int) -> None:
+        size = len(part.as_bytes()) if inner is not None else 0
+        if inner is None:
+            self._add(
+                Attachment(name, "message/rfc822", size, False, "not scored: empty attached message"), ""
+            )
+            return
+        own_id = "".join(_ids(_header(inner, "Message-ID")))
+        chain = (*ancestors, own_id) if own_id else ancestors
+        text, _ = self.body_and_attachments(inner, chain, depth + 1, prefix=f"{name}/")
+        header = "\n".join(
+            f"{label}: {value}"
+            for label, value in (
+                ("From", _header(inner, "From")),
+                ("Sent", _header(inner, "Date")),
+                ("To", _header(inner, "To")),
+                ("Subject", _header(inner, "Subject")),
+            )
+            if value
+        )
+        self._add(
+            Attachment(
+                name,
+                "message/rfc822",
+                size,
+                bool(text.strip()),
+                "" if text.strip() else "not scored: no text",
+            ),
+            f"{header}\n\n{text}".strip(),
+        )
+
+    def _archive(self, name: str, content_type: str, data: bytes) -> None:
+        limits = self.limits
+        try:
+            archive = zipfile.ZipFile(io.BytesIO(data))
+            members = archive.infolist()
+        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+            self._add(
+                Attachment(
+                    name, content_type, len(data), False, f"not scored: not a readable zip archive ({exc})"
+                ),
+                "",
+            )
+            return
+        if len(members) > limits.max_archive_members:
+            raise SourceError(
+                "archive_bomb",
+                f"the zip attachment {name!r} holds {len(members):,} files; the limit is "
+                f"{limits.max_archive_members:,}.",
+            )
+        declared = sum(m.file_size for m in members)
+        ratio = declared / max(1, len(data))
+        if declared > limits.max_archive_bytes or ratio > limits.max_archive_ratio:
+            raise SourceError(
+                "archive_bomb",
+                f"the zip attachment {name!r} ({_size(len(data))}) would expand to {_size(declared)} "
+                f"(ratio {ratio:,.0f}:1); the limits are {_size(limits.max_archive_bytes)} and "
+                f"{limits.max_archive_ratio}:1. Refused as a zip bomb.",
+            )
+        self._add(
+            Attachment(name, content_type, len(data), False, "archive: its text files are listed after it"),
+            "",
+        )
+        budget = limits.max_archive_bytes
+        for member in members:
+            if member.is_dir():
+                continue
+            member_name = f"{name}/{member.filename}"
+            if not member.filename.lower().endswith(TEXT_ATTACHMENT_SUFFIXES):
+                self._add(
+                    Attachment(
+                        member_name,
+                        "application/octet-stream",
+                        member.file_size,
+                        False,
+                        "not scored: not a text file",
+                    ),
+                    "",
+                )
+                continue
+            try:
+                with archive.open(member) as handle:
+                    # Read no more than the budget left, whatever the member's header claims.
+                    content = handle.read(budget + 1)
+            except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, RuntimeError) as exc:
+                self._add(
+                    Attachment(
+                        member_name, "text/plain", member.file_size, False, f"not scored: unreadable ({exc})"
+                    ),
+                    "",
+                )
+                continue
+            budget -= len(content)
+            if budget < 0:
+                raise SourceError(
+                    "archive_bomb",
+                    f"the zip attachment {name!r} expands past {_size(limits.max_archive_bytes)}, more "
+                    "than its directory declares. Refused as a zip bomb.",
+                )
+            text, note = decode_text(content, None, where=f"the file {member_name!r}")
+            if note:
+                self.notes.append(note)
+            content_type_of = "text/csv" if member_name.lower().endswith(".csv") else "text/plain"
+            self._add(Attachment(member_name, content_type_of, len(content), True, ""), text)
+
+    # --- the whole message -----------------------------------------------------------------
+
+    def body_and_attachments(
+        self, message: EmailMessage, ancestors: tuple[str, ...], depth: int, prefix: str = ""
+    ) -> tuple[str, bool]:
+        """(text of the message's body part, whether it had one); its attachments (the
+        standard library's `iter_attachments`: every part that is not the body) go to
+        self.attachments."""
+        body_part = message.get_body(preferencelist=("plain", "html"))
+        text = ""
+        if body_part is not None:
+            text = self.part_text(body_part, f"the {body_part.get_content_type()} body")
+        if message.get_content_type() == "message/rfc822":  # the whole message is a forward
+            self.attachment(message, 1, prefix, ancestors, depth)
+            return text.strip(), False
+        if not message.is_multipart():
+            if body_part is None:  # a lone part that is not a body (Content-Disposition: attachment)
+                self.attachment(message, 1, prefix, ancestors, depth)
+            return text.strip(), body_part is not None
+        pending = list(message.iter_attachments())
+        index = 0
+        while pending:
+            part = pending.pop(0)
+            index += 1
+            if part.is_multipart() and part.get_content_type() != "message/rfc822":
+                pending[:0] = list(part.iter_parts())  # a nested multipart: its parts, in order
+                continue
+            self.attachment(part, index, prefix, ancestors, depth)
+        return text.strip(), body_part is not None
+
+
+def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessage:
+    """One message's bytes (RFC 5322) as a SourceMessage (module docstring); raises SourceError."""
+    limits = limits or MailLimits()
+    if len(raw) > limits.max_message_bytes:
+        raise SourceError(
+            "message_too_large",
+            f"the message is {_size(len(raw))}; the limit is {_size(limits.max_message_bytes)}.",
+        )
+    if len(_CONTAINER_HEADER.findall(raw)) > limits.max_parts:
+        raise SourceError("too_many_parts", f"the message has more than {limits.max_parts} MIME parts.")
+    try:
+        message = BytesParser(policy=POLICY).parsebytes(raw)
+    except RecursionError:
+        raise SourceError("nested_too_deep", "the MIME structure is nested too deep to read.") from None
+    if not any(message.get(name) is not None for name in ("From", "Date", "Message-ID", "Subject", "To")):
+        raise SourceError(
+            "not_an_email",
+            "no RFC 5322 header (From, Date, Message-ID, Subject or To) was found: this is not an email.",
+        )
+    reader = _Reader(limits)
+    message_id = "".join(_ids(_header(message, "Message-ID"))[:1])
+    try:
+        reader.check_structure(message, (message_id,) if message_id else (), 0)
+        text, had_body = reader.body_and_attachments(message, (message_id,) if message_id else (), 0)
+    except RecursionError:
+        raise SourceError("nested_too_deep", "the MIME structure is nested too deep to read.") from None
+    except (LookupError, AssertionError, KeyError, ValueError) as exc:
+        raise SourceError("malformed_mime", f"the MIME structure cannot be read: {exc}") from None
+    scored = [(a, t) for a, t in reader.attachments if a.scored and t.strip()]
+    if not text.strip() and not scored:
+        kinds = sorted({part.get_content_type() for part in message.walk() if not part.is_multipart()})
+        raise SourceError(
+            "no_text_part",
+            "the message has no text to read: no text/plain or text/html part and no text attachment "
+            f"(its parts: {', '.join(kinds) or 'none'}).",
+        )
+    body, attachments = _layout(text, reader.attachments)
+    references = _ids(_header(message, "References"))
+    in_reply_to = "".join(_ids(_header(message, "In-Reply-To"))[:1])
+    if not message_id:
+        message_id = ""
+    external_id = message_id if message_id and len(message_id) <= 200 else ""
+    if not external_id:
+        external_id = "sha256:" + hashlib.sha256(raw).hexdigest()
+    headers = {
+        "from": _header(message, "From"),
+        "to": list(_addresses(message, "To")),
+        "cc": list(_addresses(message, "Cc")),
+        "date": _header(message, "Date"),
+        "message_id": message_id,
+        "in_reply_to": in_reply_to,
+        "references": list(references),
+        "text_from": "text/plain"
+        if had_body and _body_type(message) == "text/plain"
+        else ("text/html" if had_body else ""),
+    }
+    if reader.notes:
+        headers["notes"] = reader.notes
+    participants = tuple(
+        sorted({_address_only(a) for a in (_header(message, "From"), *headers["to"], *headers["cc"]) if a})
+    )
+    return SourceMessage(
+        external_id=external_id,
+        body=body,
+        sender=_sender_address(message),
+        channel="email",
+        received_at=_date(message),
+        subject=_header(message, "Subject"),
+        headers=headers,
+        attachments=attachments,
+        message_id=message_id,
+        thread_refs=tuple(dict.fromkeys((*references, *((in_reply_to,) if in_reply_to else ())))),
+        participants=participants,
+    )
+
+
+def _body_type(message: EmailMessage) -> str:
+    part = message.get_body(preferencelist=("plain", "html"))
+    return part.get_content_type() if part is not None else ""
+
+
+def _address_only(value: str) -> str:
+    match = re.search(r"<([^<>]+)>", value)
+    return (match.group(1) if match else value).strip().lower()
+
+
+def _layout(text: str, attachments: list[tuple[Attachment, str]]) -> tuple[str, list[dict]]:
+    """The body (the text, then each scored attachment under its own header line) and the
+    attachments as stored: {name, content_type, size, scored, note, start, end}."""
+    body = text
+    listed: list[dict] = []
+    for attachment, content in attachments:
+        entry = {
+            "name": attachment.name,
+            "content_type": attachment.content_type,
+            "size": attachment.size,
+            "scored": attachment.scored and bool(content.strip()),
+            "note": attachment.note if attachment.scored or attachment.note else "",
+        }
+        if entry["scored"]:
+            header = f"[Attachment: {attachment.name} · {attachment.content_type} · {_size(attachment.size)}]"
+            prefix = "\n\n" if body else ""
+            start = len(body) + len(prefix)
+            body = f"{body}{prefix}{header}\n{content.strip()}"
+            entry.update(start=start, end=len(body))
+        elif attachment.scored:
+            entry["note"] = "not scored: no text"
+        listed.append(entry)
+    return body, listed

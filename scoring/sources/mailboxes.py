@@ -1,0 +1,81 @@
+"""Files of many emails: an mbox file (the standard library's `mailbox`) and a directory of .eml
+files. Each yields (position, SourceMessage or SourceError): a broken message is reported at its
+position and the others are read."""
+
+from __future__ import annotations
+
+import mailbox
+from collections.abc import Iterator
+from pathlib import Path
+
+from scoring.sources.errors import SourceError
+from scoring.sources.mail import MailLimits, parse_email
+from scoring.sources.types import SourceMessage
+
+Read = tuple[str, SourceMessage | SourceError]
+
+
+def _parsed(position: str, raw: bytes, limits: MailLimits) -> Read:
+    try:
+        return position, parse_email(raw, limits=limits)
+    except SourceError as exc:
+        return position, exc.at(position)
+
+
+def count_mbox(path: Path) -> int:
+    """How many messages the mbox holds (a scan for its "From " lines, for a progress bar)."""
+    box = mailbox.mbox(path, create=False)
+    try:
+        return len(box)
+    finally:
+        box.close()
+
+
+def _parse_job(job: tuple[str, bytes, MailLimits]) -> Read:
+    position, raw, limits = job
+    return _parsed(position, raw, limits)
+
+
+def read_mbox(path: Path, *, limits: MailLimits, processes: int = 1) -> Iterator[Read]:
+    """Every message of an mbox file, in order, positioned as "message N" (1-based). With
+    `processes` > 1 the messages are parsed in that many other processes (spawned: they import
+    no Django and share no database connection) while this one stores what they return."""
+    box = mailbox.mbox(path, create=False)
+    try:
+        keys = list(box.iterkeys())
+        if not keys and path.stat().st_size:
+            raise SourceError(
+                "not_an_mbox",
+                f"{path.name} holds no message: an mbox starts each message with a 'From ' line.",
+            )
+        jobs = ((f"message {number}", box.get_bytes(key), limits) for number, key in enumerate(keys, start=1))
+        if processes <= 1:
+            for job in jobs:
+                yield _parse_job(job)
+            return
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(processes) as pool:
+            yield from pool.imap(_parse_job, jobs, chunksize=64)
+    finally:
+        box.close()
+
+
+def eml_files(path: Path) -> list[Path]:
+    """The .eml files under a directory, sorted by path (so positions are stable)."""
+    return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() == ".eml")
+
+
+def read_eml_files(files: list[Path], *, root: Path, limits: MailLimits) -> Iterator[Read]:
+    """Each .eml file's message, positioned by its path under `root`."""
+    for file in files:
+        position = str(file.relative_to(root)) if file != root else file.name
+        try:
+            raw = file.read_bytes()
+        except OSError as exc:
+            yield (
+                position,
+                SourceError("unreadable", f"cannot read the file ({exc.strerror})", position=position),
+            )
+            continue
+        yield _parsed(position, raw, limits)

@@ -1,0 +1,275 @@
+"""Reading one email (scoring.sources.mail): what mail clients really send, and every bad input
+refused with its own code before anything could be stored."""
+
+from __future__ import annotations
+
+import base64
+import os
+
+import pytest
+
+from scoring.segmentation import QUOTED, segment
+from scoring.sources.errors import SourceError
+from scoring.sources.mail import MailLimits, parse_email
+from scoring.sources.mailgen import AttachmentSpec
+from tests.scoring.sources.mail_fixtures import (
+    FORWARD,
+    GMAIL_REPLY,
+    OUTLOOK_REPLY,
+    big_attachment_mail,
+    mail,
+    raw_mail,
+    with_attachment,
+    zip_bomb,
+    zip_of,
+)
+
+
+def kinds(text: str) -> list[str]:
+    return [s.kind for s in segment(text)]
+
+
+# --- what is kept -------------------------------------------------------------------------------
+
+
+def test_the_headers_that_matter_are_kept_and_the_message_id_is_the_external_id():
+    raw = mail(
+        cc=["carl@bank.example"],
+        in_reply_to="<m0@client.example>",
+        references=["<root@client.example>", "<m0@client.example>"],
+    ).as_bytes()
+
+    message = parse_email(raw)
+
+    assert message.external_id == "m1@bank.example" == message.message_id
+    assert message.sender == "bob@bank.example"
+    assert message.subject == "Your statement"
+    assert message.received_at.isoformat() == "2025-03-04T09:30:00+00:00"
+    assert message.headers["from"] == "Bob Adviser <bob@bank.example>"
+    assert message.headers["to"] == ["ann@client.example"]
+    assert message.headers["cc"] == ["carl@bank.example"]
+    assert message.headers["in_reply_to"] == "m0@client.example"
+    assert message.thread_refs == ("root@client.example", "m0@client.example")
+    assert message.channel == "email"
+
+
+def test_multipart_alternative_gives_its_text_plain_part():
+    raw = mail("Plain words here.", form="alternative", html_style="newsletter").as_bytes()
+
+    message = parse_email(raw)
+
+    assert message.body == "Plain words here."
+    assert message.headers["text_from"] == "text/plain"
+
+
+@pytest.mark.parametrize("style", ["outlook", "gmail", "newsletter"])
+def test_an_html_only_mail_is_read_as_text_without_markup_or_styles(style):
+    raw = mail("Hi Ann,\n\nYour returns are guaranteed & safe.\n\nBest,\nBob", form="html", html_style=style)
+
+    message = parse_email(raw.as_bytes())
+
+    assert "Your returns are guaranteed & safe." in message.body
+    assert "<" not in message.body and "MsoNormal" not in message.body and "{" not in message.body
+    assert message.headers["text_from"] == "text/html"
+
+
+def test_a_gmail_quote_in_html_becomes_quoted_lines_that_segmentation_finds():
+    raw = mail("Thanks, noted.", form="html", html_style="gmail", quoted="Is it guaranteed?").as_bytes()
+
+    body = parse_email(raw).body
+
+    assert "> Is it guaranteed?" in body
+    assert kinds(body)[-1] == QUOTED
+
+
+def test_base64_and_quoted_printable_bodies_are_decoded():
+    text = "Café prices rose 5% — the fund did not."
+    b64 = raw_mail(
+        "Content-Type: text/plain; charset=utf-8",
+        "Content-Transfer-Encoding: base64",
+        body=base64.encodebytes(text.encode()),
+    )
+    qp = raw_mail(
+        "Content-Type: text/plain; charset=utf-8",
+        "Content-Transfer-Encoding: quoted-printable",
+        body=b"Caf=C3=A9 prices rose 5% =E2=80=94 the fund =\ndid not.\n",
+    )
+
+    assert parse_email(b64).body == text
+    assert parse_email(qp).body == text
+
+
+def test_iso_8859_1_and_windows_1252_are_read_including_the_curly_quotes_outlook_labels_latin_1():
+    latin = raw_mail(
+        "Content-Type: text/plain; charset=iso-8859-1",
+        "Content-Transfer-Encoding: 8bit",
+        body="\x93Garanti\x94 means guaranteed in French: caf\xe9.".encode("latin-1"),
+    )
+    windows = raw_mail(
+        "Content-Type: text/plain; charset=windows-1252",
+        "Content-Transfer-Encoding: 8bit",
+        body="The fee is €10 \u2013 “fixed”.".encode("cp1252"),
+    )
+
+    assert parse_email(latin).body == "“Garanti” means guaranteed in French: café."
+    assert parse_email(windows).body == "The fee is €10 \u2013 “fixed”."
+
+
+def test_a_wrong_single_byte_label_on_utf8_text_is_read_as_utf8_and_noted():
+    raw = raw_mail(
+        "Content-Type: text/plain; charset=us-ascii",
+        "Content-Transfer-Encoding: 8bit",
+        body="Zürich office: no guarantee.".encode(),
+    )
+
+    message = parse_email(raw)
+
+    assert message.body == "Zürich office: no guarantee."
+    assert "read as UTF-8" in message.headers["notes"][0]
+
+
+def test_outlook_and_gmail_replies_and_a_forward_keep_their_history_as_quoted():
+    for text in (OUTLOOK_REPLY, GMAIL_REPLY, FORWARD):
+        body = parse_email(mail(text).as_bytes()).body
+        assert body == text.strip()
+        assert QUOTED in kinds(body), text
+
+
+def test_attachments_are_listed_and_only_text_ones_are_scored_as_part_of_the_message():
+    raw = mail(
+        attachments=(
+            AttachmentSpec("terms.txt", "text/plain", b"Capital is 100% protected."),
+            AttachmentSpec("prices.csv", "text/csv", b"fund,yield\nA,5%\n"),
+            AttachmentSpec("factsheet.pdf", "application/pdf", b"%PDF-1.4 binary"),
+        )
+    ).as_bytes()
+
+    message = parse_email(raw)
+
+    listed = {a["name"]: a for a in message.attachments}
+    assert set(listed) == {"terms.txt", "prices.csv", "factsheet.pdf"}
+    assert listed["factsheet.pdf"]["scored"] is False
+    assert "not text" in listed["factsheet.pdf"]["note"]
+    assert listed["factsheet.pdf"]["size"] == len(b"%PDF-1.4 binary")
+    terms = listed["terms.txt"]
+    assert terms["scored"] and "Capital is 100% protected." in message.body[terms["start"] : terms["end"]]
+    assert message.body.startswith("Hi Ann,")
+
+
+def test_text_files_inside_a_zip_attachment_are_scored_and_the_rest_listed():
+    archive = zip_of({"notes.txt": b"Double your money by March.", "logo.png": b"\x89PNG"})
+
+    message = parse_email(with_attachment("pack.zip", "application/zip", archive))
+
+    names = {a["name"]: a for a in message.attachments}
+    assert names["pack.zip/notes.txt"]["scored"] is True
+    assert names["pack.zip/logo.png"]["scored"] is False
+    assert "Double your money by March." in message.body
+
+
+def test_an_attached_message_is_read_as_an_attachment_of_the_forward():
+    inner = mail("Returns of 12% are certain.", message_id="<inner@bank.example>", subject="Offer")
+    raw = mail(
+        "See the offer below.", attachments=(AttachmentSpec("offer.eml", "message/rfc822", inner.as_bytes()),)
+    )
+
+    message = parse_email(raw.as_bytes())
+
+    (attached,) = message.attachments
+    assert attached["content_type"] == "message/rfc822" and attached["scored"] is True
+    assert "Returns of 12% are certain." in message.body[attached["start"] : attached["end"]]
+
+
+def test_a_message_without_a_message_id_gets_the_hash_of_its_bytes_as_external_id():
+    raw = b"From: a@bank.example\nSubject: hi\n\nHello.\n"
+
+    assert parse_email(raw).external_id == parse_email(raw).external_id
+    assert parse_email(raw).external_id.startswith("sha256:")
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+
+def refused(raw: bytes, **limits) -> SourceError:
+    with pytest.raises(SourceError) as caught:
+        parse_email(raw, limits=MailLimits(**limits))
+    return caught.value
+
+
+def test_a_malformed_mime_structure_is_refused():
+    raw = raw_mail('Content-Type: multipart/mixed; boundary="b1"', body=b"--other\n\nno such boundary\n")
+
+    error = refused(raw)
+
+    assert error.code == "malformed_mime"
+    assert "boundary" in error.message
+
+
+def test_a_message_with_no_text_part_is_refused_naming_its_parts():
+    raw = raw_mail("Content-Type: image/png", "Content-Transfer-Encoding: base64", body=b"iVBORw0KGgo=\n")
+
+    error = refused(raw)
+
+    assert error.code == "no_text_part" and "image/png" in error.message
+
+
+def test_an_unknown_charset_that_is_not_utf8_is_refused():
+    raw = raw_mail("Content-Type: text/plain; charset=x-klingon", body=b"caf\xe9\n")
+
+    assert refused(raw).code == "unknown_charset"
+
+
+def test_a_lying_charset_is_refused_naming_the_bad_byte():
+    raw = raw_mail("Content-Type: text/plain; charset=utf-8", body="café".encode("latin-1"))
+
+    error = refused(raw)
+
+    assert error.code == "charset_mismatch" and "0xE9" in error.message
+
+
+def test_a_25_mb_attachment_is_refused_by_the_message_size_limit_before_parsing():
+    error = refused(big_attachment_mail(25))
+
+    assert error.code == "message_too_large"
+    assert "the limit is 25.0 MB" in error.message
+
+
+def test_an_attachment_over_its_own_limit_is_refused_by_name():
+    raw = with_attachment("video.bin", "application/octet-stream", os.urandom(3000))
+
+    error = refused(raw, max_attachment_bytes=2000)
+
+    assert error.code == "attachment_too_large" and "video.bin" in error.message
+
+
+def test_a_nested_message_rfc822_loop_is_refused():
+    inner = b"From: a@bank.example\nMessage-ID: <raw@bank.example>\nSubject: x\n\nhello\n"
+    raw = raw_mail(
+        "Content-Type: multipart/mixed; boundary=b1",
+        body=b"--b1\nContent-Type: text/plain\n\nsee below\n--b1\nContent-Type: message/rfc822\n\n"
+        + inner
+        + b"\n--b1--\n",
+    )
+
+    assert refused(raw).code == "message_loop"
+
+
+def test_messages_nested_past_the_depth_limit_and_a_deep_nesting_bomb_are_refused():
+    def nested(depth: int) -> bytes:
+        raw = b"From: a@bank.example\nSubject: x\nContent-Type: text/plain\n\nhello\n"
+        for i in range(depth):
+            raw = b"From: a@bank.example\nSubject: x%d\nContent-Type: message/rfc822\n\n" % i + raw
+        return raw
+
+    assert refused(nested(8), max_depth=5).code == "nested_too_deep"
+    assert refused(nested(5000)).code == "too_many_parts"  # counted on the bytes, never parsed
+
+
+def test_a_zip_bomb_attachment_is_refused():
+    error = refused(with_attachment("report.zip", "application/zip", zip_bomb()))
+
+    assert error.code == "archive_bomb" and "report.zip" in error.message
+
+
+def test_bytes_with_no_header_are_not_an_email():
+    assert refused(b"just some words\nand more\n").code == "not_an_email"

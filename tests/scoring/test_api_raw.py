@@ -1,0 +1,144 @@
+"""POST /api/messages/raw/: one email as it travels (message/rfc822) with the ingest token.
+Good mail is stored once with its headers, attachments and thread; each bad input gets its own
+error code and stores nothing."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from scoring.models import Conversation, Message
+from scoring.sources.mailgen import AttachmentSpec
+from tests.scoring.sources.mail_fixtures import big_attachment_mail, mail, raw_mail, with_attachment, zip_bomb
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/messages/raw/"
+
+
+@pytest.fixture
+def api(service_account):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=service_account).key}")
+    return client
+
+
+def post(api, raw: bytes, content_type: str = "message/rfc822"):
+    return api.generic("POST", URL, data=raw, content_type=content_type)
+
+
+def test_an_email_is_stored_with_its_headers_and_attachments_and_posting_it_again_is_harmless(api):
+    raw = mail(
+        "Hi Ann,\n\nThe payouts are certain.\n\nBest,\nBob",
+        attachments=(
+            AttachmentSpec("terms.txt", "text/plain", b"Capital protected."),
+            AttachmentSpec("chart.png", "image/png", b"\x89PNG...."),
+        ),
+    ).as_bytes()
+
+    first = post(api, raw)
+    again = post(api, raw)
+
+    assert first.status_code == 202, first.json()
+    assert again.status_code == 200 and again.json()["id"] == first.json()["id"]
+    message = Message.objects.get()
+    assert message.external_id == "m1@bank.example" and message.channel == "email"
+    assert message.subject == "Your statement" and message.sender == "bob@bank.example"
+    assert [a["name"] for a in message.attachments] == ["terms.txt", "chart.png"]
+    assert "Capital protected." in message.body
+    assert message.conversation.kind == Conversation.Kind.EMAIL_THREAD
+
+
+def test_a_reply_posted_later_joins_the_thread_of_its_parent(api):
+    post(api, mail("Is it safe?", message_id="<q@client.example>").as_bytes())
+    post(
+        api,
+        mail("Yes.", message_id="<r@bank.example>", in_reply_to="<q@client.example>").as_bytes(),
+    )
+
+    assert Message.objects.values("conversation").distinct().count() == 1
+
+
+def test_the_same_message_id_with_another_text_is_a_409(api):
+    post(api, mail("First text.").as_bytes())
+
+    response = post(api, mail("Another text.").as_bytes())
+
+    assert response.status_code == 409 and response.json()["error"]["code"] == "conflict"
+
+
+BAD = {
+    "malformed MIME": (
+        raw_mail('Content-Type: multipart/mixed; boundary="b1"', body=b"--zz\n\nnothing\n"),
+        400,
+        "malformed_mime",
+    ),
+    "no text part": (
+        raw_mail("Content-Type: image/png", "Content-Transfer-Encoding: base64", body=b"iVBORw0KGgo=\n"),
+        400,
+        "no_text_part",
+    ),
+    "unknown charset": (
+        raw_mail("Content-Type: text/plain; charset=x-klingon", body=b"caf\xe9\n"),
+        400,
+        "unknown_charset",
+    ),
+    "lying charset": (
+        raw_mail("Content-Type: text/plain; charset=utf-8", body="café".encode("latin-1")),
+        400,
+        "charset_mismatch",
+    ),
+    "25 MB attachment": (big_attachment_mail(25), 413, "message_too_large"),
+    "nested message/rfc822 loop": (
+        raw_mail(
+            "Content-Type: multipart/mixed; boundary=b1",
+            body=b"--b1\nContent-Type: text/plain\n\nsee below\n--b1\nContent-Type: message/rfc822\n\n"
+            b"From: a@bank.example\nMessage-ID: <raw@bank.example>\n\nhello\n--b1--\n",
+        ),
+        400,
+        "message_loop",
+    ),
+    "zip bomb": (with_attachment("report.zip", "application/zip", zip_bomb()), 413, "archive_bomb"),
+    "not an email": (b"hello, this is not mail\n", 400, "not_an_email"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_each_bad_input_gets_its_own_error_and_stores_nothing(api, case):
+    raw, status, code = BAD[case]
+
+    response = post(api, raw)
+
+    assert response.status_code == status, response.content[:300]
+    assert response.json()["error"]["code"] == code
+    assert Message.objects.count() == 0 and Conversation.objects.count() == 0
+
+
+def test_an_empty_body_and_a_json_body_are_refused(api):
+    assert post(api, b"").json()["error"]["code"] == "empty_body"
+    assert post(api, b'{"body": "x"}', "application/json").status_code == 415
+    assert Message.objects.count() == 0
+
+
+def test_only_ingest_accounts_may_post_raw_mail(reviewer):
+    client = APIClient()
+    client.force_authenticate(reviewer)
+
+    assert (
+        client.generic("POST", URL, data=mail().as_bytes(), content_type="message/rfc822").status_code == 403
+    )
+    assert APIClient().generic("POST", URL, data=b"x", content_type="message/rfc822").status_code == 401
+    assert Message.objects.count() == 0
+
+
+def test_the_schema_documents_the_raw_endpoint_with_its_error_responses(api, admin_user):
+    client = APIClient()
+    client.force_authenticate(admin_user)
+
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+
+    operation = schema["paths"]["/api/messages/raw/"]["post"]
+    assert "message/rfc822" in operation["requestBody"]["content"]
+    assert {"200", "202", "400", "401", "403", "409", "413", "415"} <= set(operation["responses"])
+    assert "malformed_mime" in operation["responses"]["400"]["description"]

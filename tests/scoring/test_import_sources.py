@@ -1,0 +1,175 @@
+"""`import_messages` with real sources: an mbox, .eml files, a Slack export, chat transcripts.
+Threads and conversations are linked, re-importing changes nothing, a broken message is
+reported by its position while the good ones are stored, and a refused file stores nothing."""
+
+from __future__ import annotations
+
+import json
+import mailbox
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from scoring.models import Conversation, Message
+from tests.scoring.sources.mail_fixtures import GMAIL_REPLY, mail, raw_mail
+from tests.scoring.sources.slack_fixtures import slack_export
+
+pytestmark = pytest.mark.django_db
+
+
+def write_mbox(path, messages: list[bytes]):
+    box = mailbox.mbox(path, create=True)
+    for raw in messages:
+        box.add(raw)
+    box.flush()
+    box.close()
+    return path
+
+
+def thread() -> list[bytes]:
+    first = mail("Is the fund guaranteed to return 8%?", message_id="<q1@client.example>", subject="Fund")
+    reply = mail(
+        GMAIL_REPLY,
+        message_id="<a1@bank.example>",
+        subject="Re: Fund",
+        in_reply_to="<q1@client.example>",
+        references=["<q1@client.example>"],
+    )
+    by_subject = mail("One more thing: fees are 1%.", message_id="<a2@bank.example>", subject="RE: fund")
+    other = mail("Lunch on Friday?", message_id="<x1@bank.example>", subject="Lunch", to=["zoe@bank.example"])
+    return [first.as_bytes(), reply.as_bytes(), by_subject.as_bytes(), other.as_bytes()]
+
+
+def test_an_mbox_is_imported_with_its_threads_and_reimporting_it_changes_nothing(tmp_path, capsys):
+    path = write_mbox(tmp_path / "journal.mbox", thread())
+
+    call_command("import_messages", str(path))
+    call_command("import_messages", str(path))
+
+    out = capsys.readouterr().out
+    assert "created 4, duplicates 0, errors 0" in out
+    assert "created 0, duplicates 4, errors 0" in out
+    by_id = {m.external_id: m for m in Message.objects.select_related("conversation")}
+    assert set(by_id) == {"q1@client.example", "a1@bank.example", "a2@bank.example", "x1@bank.example"}
+    fund = by_id["q1@client.example"].conversation
+    assert fund.kind == Conversation.Kind.EMAIL_THREAD
+    # In-Reply-To links the reply; the normalised subject and the same participants link the third.
+    assert by_id["a1@bank.example"].conversation == fund == by_id["a2@bank.example"].conversation
+    assert by_id["x1@bank.example"].conversation != fund
+    assert Conversation.objects.count() == 2
+    reply = by_id["a1@bank.example"]
+    assert reply.subject == "Re: Fund" and reply.message_id_header == "a1@bank.example"
+    assert reply.headers["in_reply_to"] == "q1@client.example"
+
+
+def test_a_reply_imported_before_its_parent_still_meets_it_in_one_thread(tmp_path):
+    first, reply, *_ = thread()
+    call_command("import_messages", str(write_mbox(tmp_path / "a.mbox", [reply])))
+    call_command("import_messages", str(write_mbox(tmp_path / "b.mbox", [first])))
+
+    assert Message.objects.values("conversation").distinct().count() == 1
+
+
+def test_an_mbox_with_one_broken_message_imports_the_others_and_reports_it_by_position(tmp_path, capsys):
+    broken = raw_mail('Content-Type: multipart/mixed; boundary="b1"', body=b"--zz\n\nno boundary here\n")
+    good = thread()
+    path = write_mbox(tmp_path / "journal.mbox", [good[0], broken, good[3]])
+
+    call_command("import_messages", str(path))
+
+    out, err = capsys.readouterr()
+    assert "created 2, duplicates 0, errors 1" in out
+    assert "message 2: malformed MIME structure" in err
+    assert Message.objects.count() == 2
+
+
+def test_a_folder_of_eml_files_and_a_single_eml_are_imported(tmp_path, capsys):
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    for index, raw in enumerate(thread()[:2]):
+        (folder / f"{index}.eml").write_bytes(raw)
+    single = tmp_path / "one.eml"
+    single.write_bytes(thread()[3])
+
+    call_command("import_messages", str(folder))
+    call_command("import_messages", str(single))
+
+    assert "created 2, duplicates 0, errors 0" in capsys.readouterr().out
+    assert Message.objects.count() == 3
+
+
+def test_a_refused_eml_exits_non_zero_and_stores_nothing(tmp_path):
+    path = tmp_path / "bad.eml"
+    path.write_bytes(raw_mail("Content-Type: text/plain; charset=utf-8", body="caf\xe9".encode("latin-1")))
+
+    with pytest.raises(CommandError, match="nothing was imported"):
+        call_command("import_messages", str(path))
+    assert Message.objects.count() == 0
+
+
+def test_a_slack_export_is_imported_one_message_per_line_in_its_conversation(tmp_path, capsys):
+    call_command("import_messages", str(slack_export(tmp_path)))
+
+    assert "created 4, duplicates 0, errors 0" in capsys.readouterr().out
+    conversation = Conversation.objects.get()
+    assert conversation.kind == Conversation.Kind.CHAT and conversation.title == "#client-desk"
+    assert list(conversation.messages.order_by("received_at").values_list("sender", flat=True)) == [
+        "Ines Client",
+        "Sarah Adviser",
+        "Sarah Adviser",
+        "Ines Client",
+    ]
+
+
+def test_a_slack_export_with_a_missing_channel_file_is_refused_and_stores_nothing(tmp_path):
+    folder = slack_export(tmp_path, listed=["client-desk", "compliance"])
+
+    with pytest.raises(CommandError, match=r"compliance.*nothing was imported"):
+        call_command("import_messages", str(folder))
+    assert Message.objects.count() == 0 and Conversation.objects.count() == 0
+
+
+def test_a_chat_transcript_is_detected_and_imported(tmp_path, capsys):
+    path = tmp_path / "chat.jsonl"
+    rows = [
+        {
+            "conversation_id": "d1",
+            "sender": "Sam",
+            "sent_at": "2025-03-03T10:00:00Z",
+            "text": "Our fund is new.",
+        },
+        {
+            "conversation_id": "d1",
+            "sender": "Sam",
+            "sent_at": "2025-03-03T10:00:20Z",
+            "text": "No losses ever.",
+        },
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    call_command("import_messages", str(path))
+
+    assert "created 2" in capsys.readouterr().out
+    assert Conversation.objects.get().messages.count() == 2
+
+
+def test_a_csv_body_over_the_csv_modules_field_limit_is_reported_and_the_rest_imported(tmp_path, capsys):
+    # issue 17 item 12: the csv module refuses fields over 131,072 characters by default.
+    path = tmp_path / "messages.csv"
+    huge = "x" * 200_000
+    path.write_text(f'external_id,body\nc-1,Hello\nc-2,"{huge}"\nc-3,Bye\n')
+
+    call_command("import_messages", str(path))
+
+    out, err = capsys.readouterr()
+    assert "created 2, duplicates 0, errors 1" in out
+    assert "line 3: body has 200,000 characters; the limit is 100,000." in err
+    assert set(Message.objects.values_list("external_id", flat=True)) == {"c-1", "c-3"}
+
+
+def test_an_import_in_which_every_item_fails_exits_non_zero(tmp_path):
+    path = write_mbox(tmp_path / "journal.mbox", thread())
+
+    with pytest.raises(CommandError, match=r"nothing was imported: all \d+ items"):
+        call_command("import_messages", str(path), format="jsonl")
+    assert Message.objects.count() == 0
