@@ -1,12 +1,10 @@
 """Reads for compliance admins and auditors: escalations, decision records with their search and
-filters, one record, and the audit chain check."""
+filters, and one record (the audit chain check is in reviews.selectors.audit)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Any
 
 from django.contrib.auth.models import User
 from django.db.models import OuterRef, Q, QuerySet, Subquery
@@ -14,7 +12,7 @@ from django.db.models.functions import Substr
 from django.utils import timezone
 
 from reviews.constants import BODY_PREVIEW_CHARS, Agreement
-from reviews.hashing import HASHED_FIELDS, ChainReport, chain_verify
+from reviews.hashing import HASHED_FIELDS
 from reviews.models import ReviewDecision, Verdict
 from reviews.pagination import (
     PAGE_SIZE,
@@ -160,18 +158,3 @@ def decision_detail(decision_id: int) -> ReviewDecision:
     return ReviewDecision.objects.select_related(
         "message", "reviewer", "claim_type", "model_version", "model_claim_type", "supersedes"
     ).get(pk=decision_id)
-
-
-def audit_chain_report(
-    *, progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None
-) -> ChainReport:
-    """Walk the whole decision chain in sequence order, streaming rows from the database.
-    `progress(rows, total)` may wrap the row iterator (the command passes a tqdm bar)."""
-    rows: Iterable[Any] = (
-        ReviewDecision.objects.order_by("sequence")
-        .values("id", "content_hash", *HASHED_FIELDS)
-        .iterator(chunk_size=2_000)
-    )
-    if progress is not None:
-        rows = progress(rows, ReviewDecision.objects.count())
-    return chain_verify(rows)

@@ -26,6 +26,7 @@ def production_env(**extra: str) -> dict[str, str]:
         **os.environ,
         "DEBUG": "0",
         "SECRET_KEY": secrets.token_urlsafe(64),
+        "AUDIT_CHECKPOINT_KEY": secrets.token_urlsafe(48),
         "ALLOWED_HOSTS": "claimwatch.example",
     }
     env.update(extra)
