@@ -426,6 +426,7 @@ class AuditReport:
     findings: list[Finding]
     omitted: dict[FindingKind, int]
     log: CheckpointLog
+    evidence_checked: bool = True
     evidence_compared: int = 0
     words_not_recorded: int = 0
 

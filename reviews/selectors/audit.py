@@ -61,12 +61,15 @@ def audit_chain_report(
     *,
     progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None,
     now: datetime | None = None,
+    evidence: bool = True,
 ) -> AuditReport:
     """Walk the whole decision chain in sequence order, streaming rows from the database, and
     report every finding: where the chain breaks, what the checkpoint log says about truncation
     and rewrites (and forged, removed or missing checkpoints), and every record whose message
     text or explanation is no longer what its snapshot recorded. `progress(rows, total)` may
-    wrap the row iterator (the command passes a tqdm bar)."""
+    wrap the row iterator (the command passes a tqdm bar). `evidence=False` leaves the message
+    texts and explanations out (the audit page: they are the bulk of the bytes; the command and
+    each record's page compare them)."""
     now = now or timezone.now()
     log = checkpoint_log_read(checkpoint_store().lines(), checkpoint_keys())
     wanted = {checkpoint.sequence for checkpoint in log.checkpoints}
@@ -94,6 +97,9 @@ def audit_chain_report(
                 hashes_at[sequence] = row["content_hash"]
             if sequence > latest_sequence and not first_uncovered:
                 first_uncovered.append((sequence, row["created_at"]))
+            if not evidence:
+                yield row
+                continue
             seen["compared"] += 1
             if row["snapshot"].get("explanation"):
                 pending.append((sequence, row["id"], row["snapshot"], row["body"]))
@@ -104,9 +110,10 @@ def audit_chain_report(
                 evidence_findings.extend(check.findings(sequence=sequence, record_id=row["id"]))
             yield row
 
+    columns: dict[str, Any] = {"body": F("message__body")} if evidence else {}
     rows: Iterable[Any] = (
         ReviewDecision.objects.order_by("sequence")
-        .values("id", "content_hash", *HASHED_FIELDS, body=F("message__body"))
+        .values("id", "content_hash", *HASHED_FIELDS, **columns)
         .iterator(chunk_size=2_000)
     )
     if progress is not None:
@@ -115,7 +122,8 @@ def audit_chain_report(
     chain = chain_verify(walk)
     for _ in walk:  # past a break, the rest of the rows still meet the checkpoints and evidence checks
         pass
-    check_explanations()
+    if pending:
+        check_explanations()
 
     findings: list[Finding] = []
     if chain.broken is not None:
@@ -149,6 +157,7 @@ def audit_chain_report(
         findings=kept,
         omitted=omitted,
         log=log,
+        evidence_checked=evidence,
         evidence_compared=seen["compared"],
         words_not_recorded=seen["words_not_recorded"],
     )

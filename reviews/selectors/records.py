@@ -8,6 +8,7 @@ from datetime import date, datetime, timedelta
 
 from django.contrib.auth.models import User
 from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models.fields.json import KT
 from django.db.models.functions import Substr
 from django.utils import timezone
 
@@ -123,27 +124,36 @@ def records_list(
     queryset: QuerySet[ReviewDecision], *, with_snapshot: bool = False
 ) -> QuerySet[ReviewDecision]:
     """What one records row shows (with `with_snapshot`, what one CSV line shows), in the same
-    query. The list page leaves the snapshot JSON, the widest column, in the database."""
+    query. The list page leaves the snapshot JSON, the widest column, in the database, and reads
+    from it only the names of the moment of the decision (`reviewer_then`, `claim_type_name_then`:
+    None for records written before snapshots kept them)."""
     fields = [f for f in HASHED_FIELDS if not f.endswith("_id") and (with_snapshot or f != "snapshot")]
-    return queryset.select_related(
-        "message", "reviewer", "claim_type", "model_version", "model_claim_type", "supersedes"
-    ).only(
-        *fields,
-        "id",
-        "content_hash",
-        "message__external_id",
-        "reviewer__username",
-        "claim_type__code",
-        "claim_type__name",
-        "model_version__name",
-        "model_claim_type__code",
-        "supersedes__sequence",
-        "message_id",
-        "reviewer_id",
-        "claim_type_id",
-        "model_version_id",
-        "model_claim_type_id",
-        "supersedes_id",
+    return (
+        queryset.annotate(
+            reviewer_then=KT("snapshot__decision__reviewer"),
+            claim_type_name_then=KT("snapshot__decision__claim_type__name"),
+        )
+        .select_related(
+            "message", "reviewer", "claim_type", "model_version", "model_claim_type", "supersedes"
+        )
+        .only(
+            *fields,
+            "id",
+            "content_hash",
+            "message__external_id",
+            "reviewer__username",
+            "claim_type__code",
+            "claim_type__name",
+            "model_version__name",
+            "model_claim_type__code",
+            "supersedes__sequence",
+            "message_id",
+            "reviewer_id",
+            "claim_type_id",
+            "model_version_id",
+            "model_claim_type_id",
+            "supersedes_id",
+        )
     )
 
 

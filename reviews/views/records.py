@@ -81,7 +81,7 @@ CSV_COLUMNS: list[tuple[str, Any]] = [
     ("sequence", lambda d: d.sequence),
     ("decided_at", lambda d: d.created_at.isoformat()),
     ("external_id", lambda d: d.message.external_id),
-    ("reviewer", lambda d: d.reviewer.username),
+    ("reviewer", lambda d: d.reviewer_then or d.reviewer.username),  # the username of the moment
     ("verdict", lambda d: d.verdict),
     ("claim_type", lambda d: d.claim_type.code if d.claim_type else ""),
     ("note", lambda d: d.note),
@@ -162,7 +162,7 @@ def record_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def audit_chain(request: HttpRequest) -> HttpResponse:
     started = timezone.now()
-    report = audit_chain_report()
+    report = audit_chain_report(evidence=False)  # each record's page compares its own evidence
     elapsed_ms = (timezone.now() - started).total_seconds() * 1000
     context = {
         "report": report,

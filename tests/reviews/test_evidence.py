@@ -243,3 +243,14 @@ def test_a_record_written_before_names_were_kept_says_it_shows_todays(reviewer, 
     page = record_page(auditor_client, old)
     assert '<span id="decided-by">renamed_later</span>' in page
     assert "this record was written before snapshots kept the names of the moment" in page
+
+
+def test_the_records_list_and_the_csv_show_the_names_of_the_moment_too(decision, auditor_client):
+    User.objects.filter(pk=decision.reviewer_id).update(username="renamed_later")
+    ClaimType.objects.filter(code="guaranteed_returns").update(name="Renamed claim type")
+    rows = auditor_client.get(reverse("reviews:records")).content.decode().split("<tbody>")[1]
+    assert "rita_reviewer" in rows and "Guaranteed returns" in rows
+    assert "renamed_later" not in rows and "Renamed claim type" not in rows
+    export = auditor_client.get(reverse("reviews:records_csv"))
+    text = b"".join(export.streaming_content).decode()
+    assert "rita_reviewer" in text and "renamed_later" not in text
