@@ -306,6 +306,15 @@ class Message(models.Model):
         instance._stored_text = instance._text_state()
         return instance
 
+    def refresh_from_db(self, using=None, fields=None, from_queryset=None) -> None:
+        super().refresh_from_db(using=using, fields=fields, from_queryset=from_queryset)
+        stored = list(getattr(self, "_stored_text", (None, None, None)))
+        names = ("body", "body_sha256", "status")
+        for index, (name, value) in enumerate(zip(names, self._text_state(), strict=True)):
+            if fields is None or name in fields:
+                stored[index] = value
+        self._stored_text = tuple(stored)
+
     def _text_state(self) -> tuple[str | None, str | None, str | None]:
         loaded = self.__dict__
         return loaded.get("body"), loaded.get("body_sha256"), loaded.get("status")

@@ -70,6 +70,15 @@ def test_saving_a_reviewed_message_with_another_text_is_refused(decision):
     assert Message.objects.get(pk=decision.message_id).body == ORIGINAL
 
 
+def test_a_message_loaded_before_its_decision_and_refreshed_after_it_is_refused_too(reviewer):
+    message = reviewable_message(body=ORIGINAL)
+    ReviewDecisionFactory(reviewer=reviewer, message=Message.objects.get(pk=message.pk))
+    message.refresh_from_db()
+    message.body = "Our fund offers steady returns."
+    with pytest.raises(PermissionError, match="reviewed message"):
+        message.save()
+
+
 def test_a_reviewed_message_still_saves_when_its_text_is_unchanged(decision):
     message = Message.objects.get(pk=decision.message_id)
     message.status_reason = "noted"
