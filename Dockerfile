@@ -25,12 +25,13 @@ COPY . .
 # folder's owner; one mounted on a path the image lacks is created root-owned, and training then
 # dies with PermissionError when it stages the artifact.
 RUN useradd --create-home --uid 1000 --user-group claimwatch \
-    && mkdir -p /app/var/models /app/var/staticfiles /app/var/broker /app/var/logs \
+    && mkdir -p /app/var/models /app/var/staticfiles /app/var/broker /app/var/logs /app/var/audit-checkpoints \
     && chown -R claimwatch:claimwatch /app/var
 USER claimwatch
 
 # collectstatic needs the secrets to import settings; these throwaway ones never serve a request.
 RUN DEBUG=0 SECRET_KEY=collectstatic-only QA_SAMPLE_SALT=collectstatic-only-salt \
+    AUDIT_CHECKPOINT_KEY=collectstatic-only-never-signs-a-checkpoint \
     python manage.py collectstatic --noinput --verbosity 0
 
 EXPOSE 8000

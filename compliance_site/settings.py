@@ -103,7 +103,11 @@ DEBUG = env_bool("DEBUG", False)
 # Values that must never protect a deployment: .env.example's placeholders and the development
 # defaults below. A placeholder is refused even with DEBUG on (it was copied, not chosen).
 PLACEHOLDER_SECRETS = frozenset(
-    {"change-me-to-a-long-random-string", "change-me-to-another-long-random-string"}
+    {
+        "change-me-to-a-long-random-string",
+        "change-me-to-another-long-random-string",
+        "change-me-to-a-third-long-random-string",
+    }
 )
 # Refused with DEBUG off (env_secret): never a production value.
 DEVELOPMENT_SECRET_KEY = "claimwatch-insecure-development-key-only-for-debug"  # noqa: S105
@@ -553,6 +557,35 @@ EVALUATION_SETS = ("eval", "ordinary")
 
 # --- Review ----------------------------------------------------------------------------------------
 REVIEW_LOCK_MINUTES = env_int("REVIEW_LOCK_MINUTES", 10, minimum=1)
+
+# --- Audit trail ----------------------------------------------------------------------------------
+# Checkpoints (reviews.audit) anchor the decision chain outside the database: every
+# AUDIT_CHECKPOINT_INTERVAL_SECONDS a beat task signs (sequence, head hash, count) with
+# AUDIT_CHECKPOINT_KEY, a secret that is never stored in the database (never SECRET_KEY), and
+# appends it to AUDIT_CHECKPOINT_STORE (default: a JSON-lines file per database under
+# AUDIT_CHECKPOINT_DIR; see reviews.checkpoint_store for WORM storage). Retired keys go in
+# AUDIT_CHECKPOINT_OLD_KEYS (comma-separated): they still verify old checkpoints, never sign.
+DEVELOPMENT_CHECKPOINT_KEY = "claimwatch-insecure-development-checkpoint-key-only-for-debug"
+AUDIT_CHECKPOINT_KEY = env_secret("AUDIT_CHECKPOINT_KEY", DEVELOPMENT_CHECKPOINT_KEY)
+if not DEBUG and (AUDIT_CHECKPOINT_KEY == SECRET_KEY or len(AUDIT_CHECKPOINT_KEY) < 32):
+    raise ImproperlyConfigured(
+        "AUDIT_CHECKPOINT_KEY must be a secret of at least 32 characters of its own (not the "
+        "development default, not SECRET_KEY): python -c 'import secrets; print(secrets.token_urlsafe(50))'."
+    )
+AUDIT_CHECKPOINT_OLD_KEYS = env_list("AUDIT_CHECKPOINT_OLD_KEYS", [])
+AUDIT_CHECKPOINT_STORE = env_str("AUDIT_CHECKPOINT_STORE", "reviews.checkpoint_store.FileCheckpointStore")
+AUDIT_CHECKPOINT_DIR = Path(env_str("AUDIT_CHECKPOINT_DIR", str(VAR_DIR / "audit-checkpoints")))
+AUDIT_CHECKPOINT_INTERVAL_SECONDS = env_int("AUDIT_CHECKPOINT_INTERVAL_SECONDS", 300, minimum=1)
+# A record that no checkpoint covers this long after it was decided is a "missing checkpoint"
+# finding (the task is not running, or checkpoints were removed).
+AUDIT_CHECKPOINT_GRACE_SECONDS = env_int(
+    "AUDIT_CHECKPOINT_GRACE_SECONDS", 2 * AUDIT_CHECKPOINT_INTERVAL_SECONDS + 60, minimum=1
+)
+CELERY_BEAT_SCHEDULE["audit-checkpoint"] = {
+    "task": "reviews.tasks.audit_checkpoint",
+    "schedule": AUDIT_CHECKPOINT_INTERVAL_SECONDS,
+    "options": {"expires": AUDIT_CHECKPOINT_INTERVAL_SECONDS},
+}
 
 # --- Monitoring -------------------------------------------------------------------------------------
 # The disagreement and score references: the first N days of data after each model activation,

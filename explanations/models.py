@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 
 from explanations.faithfulness import IG_DELTA_TOLERANCE, converged
+from scoring.constants import REVIEWED_STATUSES
 from scoring.models import Message, ModelActivation, ModelVersion, Prediction
 
 
@@ -18,13 +19,37 @@ class ExplanationStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
+EXPLANATION_IMMUTABLE = (
+    "The explanation of a reviewed message is evidence of its decision: it cannot be changed or deleted."
+)
+
+
+class ExplanationQuerySet(models.QuerySet):
+    def _of_reviewed_messages(self) -> bool:
+        return self.filter(message__status__in=REVIEWED_STATUSES).exists()
+
+    def update(self, **kwargs):
+        if self._of_reviewed_messages():
+            raise PermissionError(EXPLANATION_IMMUTABLE)
+        return super().update(**kwargs)
+
+    def delete(self):
+        if self._of_reviewed_messages():
+            raise PermissionError(EXPLANATION_IMMUTABLE)
+        return super().delete()
+
+
 class Explanation(models.Model):
     """A word-level attribution of one prediction and the faithfulness check it was put to.
 
     `words` is [{"word", "start", "end", "score"}] with character offsets into the message
     body; `top_words` the k words the check removed. `passed` comes from the one rule in
     explanations.faithfulness; `verdict_text` says it in plain words with the numbers. A
-    failed computation is stored too (status=failed, reason), so nothing waits forever."""
+    failed computation is stored too (status=failed, reason), so nothing waits forever.
+
+    Once its message is reviewed (scoring.constants.REVIEWED_STATUSES) an explanation is what the
+    reviewer saw: no update, no delete (here, in the queryset, and by a database trigger, reviews
+    migration 0004)."""
 
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="explanations")
     prediction = models.ForeignKey(Prediction, on_delete=models.CASCADE, related_name="explanations")
@@ -61,6 +86,8 @@ class Explanation(models.Model):
     compute_ms = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = ExplanationQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
         constraints = [
@@ -70,6 +97,19 @@ class Explanation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.method} of {self.prediction_id}"
+
+    def save(self, *args, **kwargs) -> None:
+        if not self._state.adding and self.pk is not None and self._message_reviewed():
+            raise PermissionError(EXPLANATION_IMMUTABLE)
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        if self._message_reviewed():
+            raise PermissionError(EXPLANATION_IMMUTABLE)
+        return super().delete(*args, **kwargs)
+
+    def _message_reviewed(self) -> bool:
+        return Message.objects.filter(pk=self.message_id, status__in=REVIEWED_STATUSES).exists()
 
     delta_tolerance = IG_DELTA_TOLERANCE
 

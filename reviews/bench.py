@@ -280,6 +280,8 @@ def seed(*, messages: int, decisions: int, seed_value: int = 0) -> Seeded:
                 prediction=prediction,
                 rule_matches=matches_by_message.get(message.pk, []),
                 explanation=explanation_by_message.get(message.pk),
+                reviewer=reviewer,
+                claim_type=claim_type,
             ),
             model_version_id=prediction.model_version_id,
             model_score=prediction.score,

@@ -24,3 +24,8 @@ class AlreadyDecided(ReviewError):
 class DecisionInvalid(ReviewError):
     """The decision's content is incomplete or contradicts itself, or the message is not in a
     state that takes a decision."""
+
+
+class AuditChainBroken(ReviewError):
+    """The chain no longer agrees with its latest checkpoint (records removed or rewritten), so no
+    new checkpoint may be signed over it."""

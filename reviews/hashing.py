@@ -132,20 +132,21 @@ class ChainReport:
         return f"BROKEN at record #{b.sequence} (id {b.record_id}): {b.reason}"
 
 
-def chain_verify(records: Iterable[Mapping[str, Any]]) -> ChainReport:
+def chain_verify(
+    records: Iterable[Mapping[str, Any]], *, first_sequence: int = 1, previous_hash: str = GENESIS_HASH
+) -> ChainReport:
     """Walk records in sequence order (each a mapping with the hashed fields plus `id` and
     `content_hash`) and return the first place where the chain fails: a sequence gap (a
     record deleted or inserted out of order), a `previous_hash` that is not the preceding
-    record's hash, or a stored hash that is not the hash of the stored content (an edit)."""
-    expected_previous = GENESIS_HASH
-    expected_sequence: int | None = None
+    record's hash, or a stored hash that is not the hash of the stored content (an edit).
+    `first_sequence` and `previous_hash` start the walk part-way (after a checkpoint)."""
+    expected_previous = previous_hash
+    expected_sequence = first_sequence
     count = 0
     iterator: Iterator[Mapping[str, Any]] = iter(records)
     for record in iterator:
         sequence = record["sequence"]
         record_id = record.get("id")
-        if expected_sequence is None:
-            expected_sequence = 1
         if sequence != expected_sequence:
             reason = (
                 f"sequence jumps from {expected_sequence - 1} to {sequence}: "

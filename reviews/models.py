@@ -113,3 +113,10 @@ class ReviewDecision(models.Model):
 
     def delete(self, *args, **kwargs):
         raise PermissionError("Review decisions are append-only: they cannot be deleted.")
+
+    @property
+    def names_then(self) -> dict | None:
+        """The reviewer's username and the claim type's code and name at the moment of the
+        decision, from the snapshot ({"reviewer", "claim_type"}); None for records written
+        before snapshots kept them (a page then says it shows today's names)."""
+        return self.snapshot.get("decision")

@@ -305,7 +305,7 @@ def decision_record(
             supersedes=supersedes,
             supersede_reason=supersede_reason,
             is_second_level=second_level,
-            snapshot=decision_snapshot(message),
+            snapshot=decision_snapshot(message, reviewer=reviewer, claim_type=claim_type),
             model_version_id=prediction.model_version_id if prediction else None,
             model_score=prediction.score if prediction else None,
             model_threshold=prediction.threshold if prediction else None,

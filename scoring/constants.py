@@ -67,6 +67,10 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     MessageStatus.FAILED: frozenset({MessageStatus.QUEUED}),
 }
 
+# A message in these statuses has a review decision: its text is evidence of that decision and is
+# immutable (scoring.models.Message; the reviews app guards it in the database too).
+REVIEWED_STATUSES: frozenset[str] = frozenset({MessageStatus.ESCALATED, MessageStatus.DECIDED})
+
 # Which timestamp field records entry into a status.
 STATUS_TIMESTAMP_FIELD: dict[str, str] = {
     MessageStatus.QUEUED: "queued_at",

@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 
-from scoring.constants import Channel, MessageStatus, RouteReason
+from scoring.constants import REVIEWED_STATUSES, Channel, MessageStatus, RouteReason
 
 
 class ClaimType(models.Model):
@@ -224,9 +224,24 @@ class Conversation(models.Model):
         return self.title or self.key
 
 
+MESSAGE_TEXT_FIELDS = frozenset({"body", "body_sha256"})
+TEXT_IMMUTABLE = "The text of a reviewed message is evidence of its decision: it cannot be changed."
+
+
+class MessageQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        if MESSAGE_TEXT_FIELDS & kwargs.keys() and self.filter(status__in=REVIEWED_STATUSES).exists():
+            raise PermissionError(TEXT_IMMUTABLE)
+        return super().update(**kwargs)
+
+
 class Message(models.Model):
     """An ingested message. It is persisted before anything else happens and moves through
     explicit status transitions (scoring.constants.TRANSITIONS), each with its timestamp.
+
+    Once reviewed (REVIEWED_STATUSES) its text never changes: refused here, in the queryset and
+    by a database trigger (reviews migration 0004), so a decision's record shows the text the
+    reviewer read.
 
     `external_id` is unique within a feed (the account that submitted the message; messages
     imported without one form a feed of their own), so that one feed's ids neither collide with
@@ -297,6 +312,8 @@ class Message(models.Model):
     cleared_at = models.DateTimeField(null=True, blank=True)
     failed_at = models.DateTimeField(null=True, blank=True)
 
+    objects = MessageQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
@@ -341,6 +358,36 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return self.external_id
+
+    def save(self, *args, **kwargs) -> None:
+        stored = getattr(self, "_stored_text", None)
+        if stored is not None and stored[2] in REVIEWED_STATUSES:
+            body, body_sha256, _ = stored
+            if (body is not None and self.body != body) or (
+                body_sha256 is not None and self.body_sha256 != body_sha256
+            ):
+                raise PermissionError(TEXT_IMMUTABLE)
+        super().save(*args, **kwargs)
+        self._stored_text = self._text_state()
+
+    @classmethod
+    def from_db(cls, db, field_names, values):
+        instance = super().from_db(db, field_names, values)
+        instance._stored_text = instance._text_state()
+        return instance
+
+    def refresh_from_db(self, using=None, fields=None, from_queryset=None) -> None:
+        super().refresh_from_db(using=using, fields=fields, from_queryset=from_queryset)
+        stored = list(getattr(self, "_stored_text", (None, None, None)))
+        names = ("body", "body_sha256", "status")
+        for index, (name, value) in enumerate(zip(names, self._text_state(), strict=True)):
+            if fields is None or name in fields:
+                stored[index] = value
+        self._stored_text = tuple(stored)
+
+    def _text_state(self) -> tuple[str | None, str | None, str | None]:
+        loaded = self.__dict__
+        return loaded.get("body"), loaded.get("body_sha256"), loaded.get("status")
 
 
 class Prediction(models.Model):

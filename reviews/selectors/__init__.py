@@ -1,6 +1,7 @@
 """Reads of the reviews app (selectors return QuerySets or plain data), one module per page
 family; everything is importable from here."""
 
+from reviews.selectors.audit import RecordEvidence, audit_chain_report, record_evidence
 from reviews.selectors.evidence import (
     AttentionMeta,
     Evidence,
@@ -26,7 +27,6 @@ from reviews.selectors.queue import (
 )
 from reviews.selectors.records import (
     RecordFilters,
-    audit_chain_report,
     decision_detail,
     decision_records,
     escalated_messages,
@@ -43,6 +43,7 @@ __all__ = [
     "FacetValue",
     "QueueFacets",
     "QueueFilters",
+    "RecordEvidence",
     "RecordFilters",
     "attention_diagnostic",
     "audit_chain_report",
@@ -60,6 +61,7 @@ __all__ = [
     "queue_messages",
     "queue_page",
     "queue_priority",
+    "record_evidence",
     "records_list",
     "records_page",
     "snapshot_build",

@@ -6,14 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db.models import Subquery
 
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationStatus
+from reviews.audit import body_digest, words_digest
 from reviews.constants import EXPLANATION_PREFERENCE
 from reviews.highlight import Part, RuleSpan, Segment, build_parts, build_segments
 from reviews.models import ReviewDecision, ReviewLock
 from reviews.selectors.sources import name_attachment_parts
-from scoring.models import Message, Prediction, RuleMatch
+from scoring.models import ClaimType, Message, Prediction, RuleMatch
 
 
 def explanation_for_review(prediction: Prediction | None) -> Explanation | None:
@@ -144,6 +146,9 @@ def _explanation_snapshot(explanation: Explanation | None) -> dict[str, Any] | N
         "random_baseline": explanation.random_baseline,
         "aopc": explanation.aopc,
         "flipped": explanation.flipped,
+        # The heat-map the reviewer saw: its digest, so the record page and the audit can tell
+        # whether the words stored now are those (reviews.audit.evidence_compare).
+        "words_sha256": words_digest(explanation.words),
     }
 
 
@@ -153,10 +158,17 @@ def snapshot_build(
     prediction: Prediction | None,
     rule_matches: list[RuleMatch],
     explanation: Explanation | None,
+    reviewer: User | None = None,
+    claim_type: ClaimType | None = None,
 ) -> dict[str, Any]:
     """The snapshot of evidence from rows already loaded (the prediction with its model version
     and claim type, the rule matches with their claim type). Shared by the decision service and
-    the bulk seeder of bench_web, so both store the same shape."""
+    the bulk seeder of bench_web, so both store the same shape.
+
+    The message's sha256 is computed from the body the reviewer was shown (not copied from the
+    stored column). With `reviewer`, the snapshot also keeps the names of the moment (the
+    reviewer's username, the decided and predicted claim types' names): names are editable, and
+    a record shows those it was decided under."""
     prediction_data = None
     if prediction is not None:
         prediction_data = {
@@ -166,6 +178,7 @@ def snapshot_build(
             "threshold": prediction.threshold,
             "flagged": prediction.flagged,
             "claim_type": prediction.claim_type.code if prediction.claim_type else None,
+            "claim_type_name": prediction.claim_type.name if prediction.claim_type else None,
             "probabilities": prediction.probabilities,
         }
     matches = [
@@ -179,11 +192,11 @@ def snapshot_build(
         }
         for m in rule_matches
     ]
-    return {
+    snapshot: dict[str, Any] = {
         "message": {
             "id": message.pk,
             "external_id": message.external_id,
-            "body_sha256": message.body_sha256,
+            "body_sha256": body_digest(message.body),
             "status": message.status,
             "route_reason": message.route_reason,
             "received_at": message.received_at.isoformat(),
@@ -193,16 +206,27 @@ def snapshot_build(
         "rule_matches": matches,
         "explanation": _explanation_snapshot(explanation),
     }
+    if reviewer is not None:
+        snapshot["decision"] = {
+            "reviewer": reviewer.get_username(),
+            "claim_type": {"code": claim_type.code, "name": claim_type.name} if claim_type else None,
+        }
+    return snapshot
 
 
-def decision_snapshot(message: Message) -> dict[str, Any]:
+def decision_snapshot(
+    message: Message, *, reviewer: User | None = None, claim_type: ClaimType | None = None
+) -> dict[str, Any]:
     """What a decision judged, as JSON-safe data: the routing prediction (model version,
     score, threshold, predicted claim type, probabilities), the rule matches, the explanation
-    shown with its faithfulness verdict, and the QA-sample flag."""
+    shown with its faithfulness verdict and the digest of its words, the message text's digest,
+    the QA-sample flag, and (with `reviewer`) the names of the moment."""
     prediction = message.routing_prediction
     return snapshot_build(
         message=message,
         prediction=prediction,
         rule_matches=list(RuleMatch.objects.filter(message=message).select_related("claim_type")),
         explanation=explanation_for_review(prediction),
+        reviewer=reviewer,
+        claim_type=claim_type,
     )

@@ -1,20 +1,19 @@
 """Reads for compliance admins and auditors: escalations, decision records with their search and
-filters, one record, and the audit chain check."""
+filters, and one record (the audit chain check is in reviews.selectors.audit)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Any
 
 from django.contrib.auth.models import User
 from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models.fields.json import KT
 from django.db.models.functions import Substr
 from django.utils import timezone
 
 from reviews.constants import BODY_PREVIEW_CHARS, Agreement
-from reviews.hashing import HASHED_FIELDS, ChainReport, chain_verify
+from reviews.hashing import HASHED_FIELDS
 from reviews.models import ReviewDecision, Verdict
 from reviews.pagination import (
     PAGE_SIZE,
@@ -125,32 +124,41 @@ def records_list(
     queryset: QuerySet[ReviewDecision], *, with_snapshot: bool = False
 ) -> QuerySet[ReviewDecision]:
     """What one records row shows (with `with_snapshot`, what one CSV line shows), in the same
-    query. The list page leaves the snapshot JSON, the widest column, in the database."""
+    query. The list page leaves the snapshot JSON, the widest column, in the database, and reads
+    from it only the names of the moment of the decision (`reviewer_then`, `claim_type_name_then`:
+    None for records written before snapshots kept them)."""
     fields = [f for f in HASHED_FIELDS if not f.endswith("_id") and (with_snapshot or f != "snapshot")]
     extra: list[str] = []
     if with_snapshot:  # the CSV also carries the subject, the thread and the chat conversation
         queryset = queryset.select_related("message__conversation")
         extra = ["message__subject", "message__conversation_id", "message__conversation__kind"]
-    return queryset.select_related(
-        "message", "reviewer", "claim_type", "model_version", "model_claim_type", "supersedes"
-    ).only(
-        *fields,
-        "id",
-        "content_hash",
-        "message__external_id",
-        "reviewer__username",
-        "claim_type__code",
-        "claim_type__name",
-        "model_version__name",
-        "model_claim_type__code",
-        "supersedes__sequence",
-        "message_id",
-        "reviewer_id",
-        "claim_type_id",
-        "model_version_id",
-        "model_claim_type_id",
-        "supersedes_id",
-        *extra,
+    return (
+        queryset.annotate(
+            reviewer_then=KT("snapshot__decision__reviewer"),
+            claim_type_name_then=KT("snapshot__decision__claim_type__name"),
+        )
+        .select_related(
+            "message", "reviewer", "claim_type", "model_version", "model_claim_type", "supersedes"
+        )
+        .only(
+            *fields,
+            "id",
+            "content_hash",
+            "message__external_id",
+            "reviewer__username",
+            "claim_type__code",
+            "claim_type__name",
+            "model_version__name",
+            "model_claim_type__code",
+            "supersedes__sequence",
+            "message_id",
+            "reviewer_id",
+            "claim_type_id",
+            "model_version_id",
+            "model_claim_type_id",
+            "supersedes_id",
+            *extra,
+        )
     )
 
 
@@ -165,18 +173,3 @@ def decision_detail(decision_id: int) -> ReviewDecision:
     return ReviewDecision.objects.select_related(
         "message", "reviewer", "claim_type", "model_version", "model_claim_type", "supersedes"
     ).get(pk=decision_id)
-
-
-def audit_chain_report(
-    *, progress: Callable[[Iterable[Any], int], Iterable[Any]] | None = None
-) -> ChainReport:
-    """Walk the whole decision chain in sequence order, streaming rows from the database.
-    `progress(rows, total)` may wrap the row iterator (the command passes a tqdm bar)."""
-    rows: Iterable[Any] = (
-        ReviewDecision.objects.order_by("sequence")
-        .values("id", "content_hash", *HASHED_FIELDS)
-        .iterator(chunk_size=2_000)
-    )
-    if progress is not None:
-        rows = progress(rows, ReviewDecision.objects.count())
-    return chain_verify(rows)

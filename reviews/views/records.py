@@ -7,13 +7,15 @@ import csv
 from collections.abc import Iterator
 from typing import Any
 
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from explanations.models import Explanation, ExplanationStatus
 from reviews.access import role_required
+from reviews.audit import Comparison
+from reviews.checkpoint_store import checkpoint_store
 from reviews.constants import CSV_CHUNK_SIZE
 from reviews.forms import RecordFilterForm
 from reviews.hashing import record_hash
@@ -27,6 +29,7 @@ from reviews.selectors import (
     decision_records,
     escalated_messages,
     escalations_page,
+    record_evidence,
     records_list,
     records_page,
 )
@@ -87,7 +90,7 @@ CSV_COLUMNS: list[tuple[str, Any]] = [
     ("sequence", lambda d: d.sequence),
     ("decided_at", lambda d: d.created_at.isoformat()),
     ("external_id", lambda d: d.message.external_id),
-    ("reviewer", lambda d: d.reviewer.username),
+    ("reviewer", lambda d: d.reviewer_then or d.reviewer.username),  # the username of the moment
     ("verdict", lambda d: d.verdict),
     ("claim_type", lambda d: d.claim_type.code if d.claim_type else ""),
     ("note", lambda d: d.note),
@@ -143,9 +146,10 @@ def record_detail(request: HttpRequest, pk: int) -> HttpResponse:
     except ReviewDecision.DoesNotExist as exc:
         raise Http404("No such decision record.") from exc
     snapshot = decision.snapshot
-    shown = snapshot.get("explanation") or None
-    explanation = Explanation.objects.filter(pk=shown["id"]).first() if shown else None
-    words = explanation.words if explanation and explanation.status == ExplanationStatus.OK else []
+    evidence = record_evidence(decision)
+    # The heat-map is drawn only from words that are (or cannot be shown not to be) those the
+    # reviewer saw; words that differ from the snapshot's digest are not drawn as evidence.
+    words = evidence.words if evidence.check.words in (Comparison.MATCHES, Comparison.NOT_RECORDED) else []
     spans = [
         RuleSpan(m["start"], m["end"], f"{m['rule_code']} v{m['rule_set_version']}")
         for m in snapshot.get("rule_matches", [])
@@ -154,13 +158,15 @@ def record_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "source": message_source(decision.message),
         "decision": decision,
         "snapshot": snapshot,
-        "shown_explanation": shown,
+        "names": decision.names_then,
+        "shown_explanation": snapshot.get("explanation") or None,
+        "evidence": evidence.check,
         "segments": build_segments(decision.message.body, words, spans),
         "recomputed_hash": record_hash(decision),
         "superseded_by": ReviewDecision.objects.filter(supersedes=decision).only("id", "sequence").first(),
         "history": ReviewDecision.objects.filter(message_id=decision.message_id)
         .select_related("reviewer")
-        .only("id", "sequence", "verdict", "created_at", "reviewer__username", "supersedes_id"),
+        .only("id", "sequence", "verdict", "created_at", "reviewer__username", "supersedes_id", "snapshot"),
     }
     return render(request, "reviews/record_detail.html", context)
 
@@ -169,9 +175,15 @@ def record_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def audit_chain(request: HttpRequest) -> HttpResponse:
     started = timezone.now()
-    report = audit_chain_report()
+    report = audit_chain_report(evidence=False)  # each record's page compares its own evidence
     elapsed_ms = (timezone.now() - started).total_seconds() * 1000
-    return render(request, "reviews/audit_chain.html", {"report": report, "elapsed_ms": elapsed_ms})
+    context = {
+        "report": report,
+        "elapsed_ms": elapsed_ms,
+        "checkpoint_location": checkpoint_store().location,
+        "checkpoint_interval": settings.AUDIT_CHECKPOINT_INTERVAL_SECONDS,
+    }
+    return render(request, "reviews/audit_chain.html", context)
 
 
 @role_required(Role.COMPLIANCE_ADMIN, write_roles=())

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from reviews.checkpoints import audit_checkpoint_write
 from reviews.errors import DecisionInvalid
 from reviews.models import ReviewDecision
 from reviews.selectors import audit_chain_report
@@ -36,6 +37,9 @@ def test_a_replayed_decision_is_stamped_with_its_time_and_keeps_the_chain_intact
         decided_at=earlier + timedelta(hours=1),
     )
     assert (first.created_at, second.created_at) == (earlier, earlier + timedelta(hours=1))
+    assert audit_chain_report().chain.intact
+    # replayed history is older than any checkpoint could be: simulate_traffic signs it when it ends
+    audit_checkpoint_write()
     assert audit_chain_report().intact
 
 

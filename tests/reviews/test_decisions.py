@@ -2,7 +2,7 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 from django.utils import timezone
 
 from reviews.errors import AlreadyDecided, DecisionInvalid, LockNotHeld, NotPermitted
@@ -279,8 +279,6 @@ def _run_in_threads(targets):
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_concurrent_decisions_never_fork_the_chain(committed_decisions):
-    if connection.vendor != "postgresql":
-        pytest.skip("concurrent writers need PostgreSQL (the in-memory SQLite test database is shared-cache)")
     pairs = []
     for i in range(8):
         user = UserFactory(username=f"parallel{i}", role=Role.REVIEWER)
@@ -296,8 +294,6 @@ def test_concurrent_decisions_never_fork_the_chain(committed_decisions):
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_double_submission_racing_itself_writes_one_record(committed_decisions):
-    if connection.vendor != "postgresql":
-        pytest.skip("concurrent writers need PostgreSQL (the in-memory SQLite test database is shared-cache)")
     user = UserFactory(username="double_clicker", role=Role.REVIEWER)
     message = claimed(user)
     target = lambda: decision_record(message=message, reviewer=user, verdict="no_claim")  # noqa: E731
@@ -305,3 +301,53 @@ def test_a_double_submission_racing_itself_writes_one_record(committed_decisions
     assert len(results) == 1
     assert len(errors) == 2 and all(isinstance(e, AlreadyDecided) for e in errors)
     assert ReviewDecision.objects.filter(message=message).count() == 1
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_decision_racing_a_claim_of_its_expired_lock_has_exactly_one_winner(committed_decisions):
+    """The slow reviewer's lock has expired; they submit just as a colleague takes the message.
+    Either the decision is recorded and the claim refused, or the claim wins and the decision is
+    refused: never a decision on a message somebody else now holds. Real threads on every
+    database (PostgreSQL: the message row lock; SQLite: one IMMEDIATE writer at a time)."""
+    races = []
+    for i in range(4):
+        slow = UserFactory(username=f"slow{i}", role=Role.REVIEWER)
+        quick = UserFactory(username=f"quick{i}", role=Role.REVIEWER)
+        message = claimed(slow)
+        ReviewLock.objects.filter(message=message).update(expires_at=timezone.now() - timedelta(minutes=1))
+        races.append((slow, quick, message))
+
+    def attempt(action):
+        try:
+            return action(), None
+        except (LockNotHeld, DecisionInvalid) as exc:
+            return None, exc
+
+    targets = []
+    for slow, quick, message in races:
+        targets.append(
+            lambda s=slow, m=message: (
+                "decide",
+                m.pk,
+                *attempt(lambda: decision_record(message=m, reviewer=s, verdict="no_claim")),
+            )
+        )
+        targets.append(
+            lambda q=quick, m=message: ("claim", m.pk, *attempt(lambda: lock_claim(reviewer=q, message=m)))
+        )
+    results, errors = _run_in_threads(targets)
+
+    assert not errors
+    for slow, quick, message in races:
+        outcome = {kind: (value, error) for kind, pk, value, error in results if pk == message.pk}
+        decided, claim = outcome["decide"], outcome["claim"]
+        message.refresh_from_db()
+        decisions = ReviewDecision.objects.filter(message=message)
+        if decided[0] is not None:  # the decision won: the claim came too late
+            assert isinstance(claim[1], DecisionInvalid)
+            assert message.status == "decided" and decisions.get().reviewer == slow
+            assert not ReviewLock.objects.filter(message=message).exists()
+        else:  # the claim won: the slow reviewer's lock is gone and nothing was recorded
+            assert isinstance(decided[1], LockNotHeld) and claim[0] is not None
+            assert message.status == "in_review" and not decisions.exists()
+            assert ReviewLock.objects.get(message=message).reviewer == quick

@@ -1,8 +1,16 @@
+import hashlib
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from reviews.hashing import GENESIS_HASH, HASHED_FIELDS, canonical_json, chain_verify, record_hash
+from reviews.hashing import (
+    GENESIS_HASH,
+    HASHED_FIELDS,
+    canonical_json,
+    chain_verify,
+    record_content,
+    record_hash,
+)
 
 
 def record(sequence: int, previous_hash: str, **changes) -> dict:
@@ -105,3 +113,92 @@ def test_a_record_deleted_from_the_middle_is_caught_as_a_sequence_gap():
     report = chain_verify(rows)
     assert report.broken.sequence == 3
     assert "missing" in report.broken.reason
+
+
+# --- The hash format, pinned --------------------------------------------------------------------
+# Every production chain was hashed in this format. A change to HASHED_FIELDS, to the canonical
+# encoding or to the digest makes every stored record look altered, so it must fail here first
+# (and then needs a versioned migration of the format, not an edit of these constants).
+
+GOLDEN_ROW = {
+    "sequence": 7,
+    "message_id": 42,
+    "reviewer_id": 3,
+    "verdict": "claim",
+    "claim_type_id": 2,
+    "note": "Caf\u00e9 \u2014 \u201cguaranteed\u201d 12 %",
+    "escalation_reason": "",
+    "supersedes_id": None,
+    "supersede_reason": "",
+    "is_second_level": False,
+    "snapshot": {
+        "message": {
+            "id": 42,
+            "body_sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        },
+        "prediction": {
+            "score": 0.9134,
+            "threshold": 0.5,
+            "probabilities": {"no_claim": 0.0866, "risk_free": 1e-05},
+        },
+        "rule_matches": [{"rule_code": "GR-001", "start": 16, "end": 34}],
+        "explanation": None,
+        "is_qa_sample": False,
+    },
+    "model_version_id": 5,
+    "model_score": 0.9134,
+    "model_threshold": 0.5,
+    "model_flagged": True,
+    "model_claim_type_id": 2,
+    "is_qa_sample": False,
+    "agrees_with_model": True,
+    "claim_type_matches": None,
+    "created_at": datetime(2026, 3, 1, 13, 30, 5, 123456, tzinfo=timezone(timedelta(hours=1))),
+    "previous_hash": "ab" * 32,
+}
+GOLDEN_TEXT = (
+    '{"agrees_with_model":true,"claim_type_id":2,"claim_type_matches":null,'
+    '"created_at":"2026-03-01T12:30:05.123456Z","escalation_reason":"","is_qa_sample":false,'
+    '"is_second_level":false,"message_id":42,"model_claim_type_id":2,"model_flagged":true,'
+    '"model_score":0.91339999999999999,"model_threshold":0.5,"model_version_id":5,'
+    '"note":"Caf\\u00e9 \\u2014 \\u201cguaranteed\\u201d 12 %",'
+    '"previous_hash":"abababababababababababababababababababababababababababababababab",'
+    '"reviewer_id":3,"sequence":7,"snapshot":{"explanation":null,"is_qa_sample":false,'
+    '"message":{"body_sha256":"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855","id":42},'
+    '"prediction":{"probabilities":{"no_claim":0.086599999999999996,"risk_free":1.0000000000000001e-05},'
+    '"score":0.91339999999999999,"threshold":0.5},"rule_matches":[{"end":34,"rule_code":"GR-001","start":16}]},'
+    '"supersede_reason":"","supersedes_id":null,"verdict":"claim"}'
+)
+GOLDEN_DIGEST = "6092abdc607b44061cce243beb15a980ce1afee8c51ad314f3b9793a7108e203"
+
+
+def test_the_hashed_fields_and_their_canonical_text_are_pinned():
+    assert canonical_json(record_content(GOLDEN_ROW)) == GOLDEN_TEXT
+
+
+def test_the_record_digest_is_pinned_by_a_golden_value():
+    assert hashlib.sha256(GOLDEN_TEXT.encode("ascii")).hexdigest() == GOLDEN_DIGEST
+    assert record_hash(GOLDEN_ROW) == GOLDEN_DIGEST
+
+
+def test_a_new_hashed_field_cannot_slip_in_unnoticed():
+    # record_content reads exactly HASHED_FIELDS: a field added there is missing from the golden row
+    assert set(GOLDEN_ROW) == set(HASHED_FIELDS)
+
+
+@pytest.mark.django_db
+def test_a_record_stored_and_read_back_from_the_database_hashes_to_the_golden_digest():
+    """The database round trip (JSON snapshot, float and datetime columns) keeps the format."""
+    from django.contrib.auth.models import User
+
+    from reviews.models import ReviewDecision
+    from scoring.models import ClaimType
+    from tests.factories import MessageFactory, ModelVersionFactory
+
+    User.objects.create(id=3, username="golden")
+    MessageFactory(id=42)
+    ModelVersionFactory(id=5)
+    assert ClaimType.objects.filter(id=2).exists()  # seeded by scoring's data migration
+    ReviewDecision(**GOLDEN_ROW, content_hash=GOLDEN_DIGEST).save(force_insert=True)
+    stored = ReviewDecision.objects.values("content_hash", *HASHED_FIELDS).get(sequence=7)
+    assert record_hash(stored) == GOLDEN_DIGEST

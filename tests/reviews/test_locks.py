@@ -2,7 +2,7 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 from django.test import override_settings
 from django.utils import timezone
 
@@ -119,10 +119,9 @@ def test_only_reviewers_can_claim(role):
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_concurrent_review_next_never_hands_out_the_same_message_twice(committed_decisions):
-    """Real threads, real connections: on PostgreSQL FOR UPDATE SKIP LOCKED plus the unique lock
-    row decide the race; on SQLite the IMMEDIATE transactions serialise the claims."""
-    if connection.vendor != "postgresql":
-        pytest.skip("concurrent writers need PostgreSQL (the in-memory SQLite test database is shared-cache)")
+    """Real threads, real connections, on every database: on PostgreSQL FOR UPDATE SKIP LOCKED
+    plus the unique lock row decide the race; on SQLite (a file, as in `make run`) the IMMEDIATE
+    transactions serialise the claims."""
     reviewers = [UserFactory(username=f"concurrent{i}", role=Role.REVIEWER) for i in range(8)]
     for i in range(12):
         reviewable_message(score=0.5 + i / 100)

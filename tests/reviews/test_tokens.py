@@ -112,7 +112,7 @@ class SqlRunner:
 
 
 def test_the_migration_hashes_the_tokens_stored_in_clear_and_drops_their_table(service_account):
-    migration = importlib.import_module("reviews.migrations.0004_hashed_api_tokens")
+    migration = importlib.import_module("reviews.migrations.0005_hashed_api_tokens")
     clear_key = "0123456789abcdef0123456789abcdef01234567"  # a DRF authtoken key: 40 hex characters
     with connection.cursor() as cursor:  # DRF's table as a database that used authtoken has it
         cursor.execute("CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, user_id integer)")

@@ -27,6 +27,7 @@ def production_env(**extra: str) -> dict[str, str]:
         "DEBUG": "0",
         "SECRET_KEY": secrets.token_urlsafe(64),
         "QA_SAMPLE_SALT": secrets.token_urlsafe(64),
+        "AUDIT_CHECKPOINT_KEY": secrets.token_urlsafe(48),
         "ALLOWED_HOSTS": "claimwatch.example",
     }
     env.update(extra)

@@ -20,6 +20,42 @@ SQLITE_TRIGGERS = [
 ]
 
 
+EVIDENCE_TRIGGERS_PG = {
+    "scoring_message": "reviews_message_text_frozen",
+    "explanations_explanation": "reviews_explanation_frozen",
+}
+
+
+@contextmanager
+def evidence_guard_disabled() -> Iterator[None]:
+    """Lift migration 0004's guards on a reviewed message's text and explanations (as a database
+    owner could), and put them back afterwards."""
+    from reviews.triggers import sqlite_triggers_ensure
+
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            for table, trigger in EVIDENCE_TRIGGERS_PG.items():
+                cursor.execute(f"ALTER TABLE {table} DISABLE TRIGGER {trigger}")
+        elif connection.vendor == "sqlite":
+            for name in (
+                "reviews_message_text_frozen",
+                "reviews_explanation_frozen_update",
+                "reviews_explanation_frozen_delete",
+            ):
+                cursor.execute(f"DROP TRIGGER IF EXISTS {name}")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+                for table, trigger in EVIDENCE_TRIGGERS_PG.items():
+                    cursor.execute(f"ALTER TABLE {table} ENABLE TRIGGER {trigger}")
+                cursor.execute("SET CONSTRAINTS ALL DEFERRED")
+        sqlite_triggers_ensure(connection)
+
+
 @contextmanager
 def append_only_guard_disabled() -> Iterator[None]:
     with connection.cursor() as cursor:
@@ -42,3 +78,21 @@ def append_only_guard_disabled() -> Iterator[None]:
             elif connection.vendor == "sqlite":
                 for statement in SQLITE_TRIGGERS:
                     cursor.execute(statement)
+
+
+def flush_past_truncate_guards() -> None:
+    """Let the test runner's flush (TRUNCATE of every table, PostgreSQL) pass the TRUNCATE guards
+    of migration 0004: its statements run with triggers off (session_replication_role = replica,
+    for that transaction only; the test database's user is a superuser). Nothing else changes:
+    a test's own TRUNCATE still meets the guard."""
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    if getattr(DatabaseOperations.execute_sql_flush, "_past_truncate_guards", False):
+        return
+    original = DatabaseOperations.execute_sql_flush
+
+    def execute_sql_flush(self, sql_list):
+        return original(self, ["SET LOCAL session_replication_role = replica", *sql_list])
+
+    execute_sql_flush._past_truncate_guards = True
+    DatabaseOperations.execute_sql_flush = execute_sql_flush

@@ -39,7 +39,7 @@ def hash_clear_tokens(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("reviews", "0003_append_only_trigger"),
+        ("reviews", "0004_evidence_immutable_and_no_truncate"),
         ("knox", "0009_extend_authtoken_field"),
     ]
 
