@@ -32,7 +32,7 @@ def _render(
     request: HttpRequest, pk: int, *, forms: dict[str, Any] | None = None, error: str = "", status: int = 200
 ) -> HttpResponse:
     try:
-        evidence = message_evidence(pk)
+        evidence = message_evidence(pk, viewer=request.user)
     except Message.DoesNotExist as exc:
         raise Http404("No such message.") from exc
     message, lock, now = evidence.message, evidence.lock, timezone.now()
