@@ -16,10 +16,11 @@ from importlib import import_module
 import pytest
 from django.test import Client
 from django.urls import get_resolver, reverse
+from django.utils import timezone
 
 from monitoring.api_urls import ENDPOINTS as METRICS_ENDPOINTS
 from reviews.roles import Role
-from scoring.models import ModelComparison
+from scoring.models import ModelComparison, RuleSet, RuleSetBacktest, RuleSetDraft
 from tests.factories import ModelVersionFactory, ReviewDecisionFactory, UserFactory, reviewable_message
 
 ANONYMOUS = "anonymous"
@@ -38,6 +39,8 @@ class World:
     decision: int
     model_version: int
     comparison: int
+    draft: int = 0
+    backtest: int = 0
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,20 @@ ROUTES: list[Route] = [
     Route("explanations:faithfulness", "post", url("explanations:faithfulness"), R()),
     Route("monitoring:dashboard", "get", url("monitoring:dashboard"), R({ADMIN})),
     Route("monitoring:dashboard", "post", url("monitoring:dashboard"), R()),
+    Route("monitoring:reviewers", "get", url("monitoring:reviewers"), R({ADMIN})),
+    Route("monitoring:reviewers", "post", url("monitoring:reviewers"), R()),
+    Route("monitoring:rule_drafts", "get", url("monitoring:rule_drafts"), R({ADMIN})),
+    Route("monitoring:rule_draft", "get", url("monitoring:rule_draft", "draft"), R({ADMIN})),
+    Route("monitoring:rule_draft", "post", url("monitoring:rule_draft", "draft"), R()),
+    Route(
+        "monitoring:rule_draft_backtest",
+        "post",
+        url("monitoring:rule_draft_backtest", "draft"),
+        R({ADMIN}),
+        data={"days": "30"},
+    ),
+    Route("monitoring:rule_draft_publish", "post", url("monitoring:rule_draft_publish", "draft"), R({ADMIN})),
+    Route("monitoring:backtest_progress", "get", url("monitoring:backtest_progress", "backtest"), R({ADMIN})),
     *(
         Route(name, method, url(name), R({ADMIN}) if method == "get" else R(), kind="api")
         for name in METRICS_ENDPOINTS
@@ -172,7 +189,20 @@ def world(db) -> World:
     decision = ReviewDecisionFactory(reviewer=author, verdict="no_claim")
     version = in_review.routing_prediction.model_version
     comparison = ModelComparison.objects.create(baseline=version, candidate=ModelVersionFactory())
-    return World(in_review.pk, escalated.pk, decision.message_id, decision.pk, version.pk, comparison.pk)
+    active = RuleSet.objects.get(is_active=True)
+    draft = RuleSetDraft.objects.create(base=active, rules=[], note="matrix")
+    now = timezone.now()
+    backtest = RuleSetBacktest.objects.create(draft=draft, active=active, days=1, since=now, until=now)
+    return World(
+        in_review.pk,
+        escalated.pk,
+        decision.message_id,
+        decision.pk,
+        version.pk,
+        comparison.pk,
+        draft.pk,
+        backtest.pk,
+    )
 
 
 def client_for(role: str) -> Client:
