@@ -191,3 +191,19 @@ def test_the_time_from_claim_to_decision_is_kept_for_live_decisions(reviewer):
 
     timing = DecisionTiming.objects.get(decision=decision)
     assert 0 <= timing.seconds < 60 and timing.claimed_at <= decision.created_at
+
+
+def test_a_compliance_admin_sets_a_claim_types_rate_in_the_admin_and_a_reviewer_cannot(admin_user, reviewer):
+    from tests.reviews.conftest import signed_in
+
+    admin_user.is_staff = reviewer.is_staff = True
+    admin_user.save()
+    reviewer.save()
+    add = reverse("admin:reviews_doublereviewrule_add")
+    data = {"claim_type": claim_type("regulatory_endorsement").pk, "rate": "1", "note": "every endorsement"}
+
+    assert signed_in(reviewer).post(add, data).status_code == 403
+    assert signed_in(admin_user).post(add, data).status_code == 302
+    assert DoubleReviewRule.objects.get().rate == 1.0
+    assert signed_in(admin_user).post(add, {**data, "rate": "1.5"}).status_code == 200  # refused: 0 to 1
+    assert DoubleReviewRule.objects.count() == 1
