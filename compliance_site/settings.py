@@ -557,6 +557,9 @@ EVALUATION_SETS = ("eval", "ordinary")
 
 # --- Review ----------------------------------------------------------------------------------------
 REVIEW_LOCK_MINUTES = env_int("REVIEW_LOCK_MINUTES", 10, minimum=1)
+# Share of decided messages drawn (deterministically, reviews.double_review) for a blind second
+# review by another reviewer; a claim type's DoubleReviewRule (admin) replaces it for that type.
+DOUBLE_REVIEW_RATE = env_float("DOUBLE_REVIEW_RATE", 0.05, low=0.0, high=1.0)
 
 # --- Audit trail ----------------------------------------------------------------------------------
 # Checkpoints (reviews.audit) anchor the decision chain outside the database: every

@@ -25,3 +25,32 @@ class RetryForm(forms.Form):
     """Why a failed message is sent back to scoring (kept in its audit record)."""
 
     reason = forms.CharField(max_length=2000, strip=True, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class ReviewersFilterForm(forms.Form):
+    """The Reviewers page's window (the last N days) and the period of its kappa chart."""
+
+    days = forms.IntegerField(min_value=1, max_value=730, required=False, label="Last days")
+    period = forms.ChoiceField(choices=((DAY, "Day"), (WEEK, "Week")), required=False, label="Chart period")
+
+    def clean_days(self) -> int:
+        return self.cleaned_data.get("days") or REVIEWERS_DEFAULT_DAYS
+
+    def clean_period(self) -> str:
+        return self.cleaned_data.get("period") or WEEK
+
+
+REVIEWERS_DEFAULT_DAYS = 90
+
+
+class BacktestForm(forms.Form):
+    """A backtest's period: the last N days (default 30)."""
+
+    days = forms.IntegerField(min_value=1, max_value=365, initial=30, label="Days of stored messages")
+
+
+class DraftPublishForm(forms.Form):
+    """Publish a draft on one of its finished backtests."""
+
+    backtest = forms.IntegerField(widget=forms.HiddenInput)
+    note = forms.CharField(max_length=300, widget=forms.TextInput(attrs={"size": 80}), label="Note")

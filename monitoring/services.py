@@ -33,7 +33,7 @@ from monitoring import stats
 from monitoring.constants import FLAGGED_ROUTES, WATERMARK_SKEW
 from monitoring.models import DecisionDayRollup, LengthReference, MessageDayRollup, RollupState
 from monitoring.timeline import day_start
-from reviews.models import ReviewDecision, Verdict
+from reviews.models import DoubleReview, ReviewDecision, Verdict
 from scoring.models import Message, ModelVersion, RuleMatch
 
 logger = logging.getLogger(__name__)
@@ -360,28 +360,40 @@ def _refresh_decisions(after_sequence: int) -> tuple[int, int]:
     append-only and numbered in commit order (the chain lock), so nothing below the watermark
     can still appear. A decision counts on its day; one that supersedes another takes the
     other's count away from the other's day. Returns (decisions folded, last sequence)."""
-    fields = ("sequence", "created_at", "supersedes_id", *_DECISION_FIELDS)
+    fields = ("id", "sequence", "created_at", "supersedes_id", *_DECISION_FIELDS)
     new = list(
         ReviewDecision.objects.filter(sequence__gt=after_sequence).order_by("sequence").values(*fields)
     )
     if not new:
         return 0, after_sequence
+    # Blind double reviews: a second review does not count, and a compliance admin's final
+    # decision takes the first decision's place (monitoring.selectors.decisions).
+    new_ids = [row["id"] for row in new]
+    second_ids: set[int] = set()
+    replaces: dict[int, int] = {}  # final decision id -> the first decision it replaces
+    for second_id, final_id, first_id in DoubleReview.objects.filter(
+        Q(second_decision_id__in=new_ids) | Q(final_decision_id__in=new_ids)
+    ).values_list("second_decision_id", "final_decision_id", "first_decision_id"):
+        second_ids.add(second_id)
+        if final_id is not None:
+            replaces[final_id] = first_id
     superseded_ids = [row["supersedes_id"] for row in new if row["supersedes_id"] is not None]
     superseded = {
         row["id"]: row
-        for row in ReviewDecision.objects.filter(pk__in=superseded_ids).values(
+        for row in ReviewDecision.objects.filter(pk__in=[*superseded_ids, *replaces.values()]).values(
             "id", "created_at", *_DECISION_FIELDS
         )
     }
     deltas: dict[tuple, int] = defaultdict(int)
     for row in new:
-        key = _decision_key(row)
+        key = _decision_key(row) if row["id"] not in second_ids else None
         if key is not None:
             deltas[key] += 1
-        if row["supersedes_id"] is not None:
-            old_key = _decision_key(superseded[row["supersedes_id"]])
-            if old_key is not None:
-                deltas[old_key] -= 1
+        for old_id in (row["supersedes_id"], replaces.get(row["id"])):
+            if old_id is not None:
+                old_key = _decision_key(superseded[old_id])
+                if old_key is not None:
+                    deltas[old_key] -= 1
     days = {key[0] for key in deltas}
     existing = {
         (

@@ -126,6 +126,7 @@ class SimulationReport:
     explained: int = 0
     shadow_scored: int = 0
     decided: int = 0
+    second_reviews: int = 0  # decisions drawn for a blind second review (both are in `decided`)
     decision_errors: int = 0
     left_in_queue: int = 0
     seconds: dict[str, float] = field(
@@ -215,6 +216,8 @@ class _Pending:
     label: int
     claim_type: str
     received_at: datetime
+    # Set for a blind second review (reviews.double_review): who decided first, and may not again.
+    first_reviewer_id: int | None = None
 
 
 def _verdict(rng: random.Random, item: _Pending, error_rate: float) -> tuple[str, str | None]:
@@ -255,6 +258,7 @@ def simulate(
     explain = _explain_service()
     progress = progress or (lambda items, _label: items)
     rng = random.Random(f"simulate:{config.seed}")
+    second_rng = random.Random(f"simulate-second-review:{config.seed}")
     run = timezone.now().strftime("%Y%m%d%H%M%S")
     report = SimulationReport(
         run=run,
@@ -294,8 +298,17 @@ def simulate(
             if message.status != MessageStatus.IN_REVIEW:
                 continue
             at = max(item.due, last_decision)
-            verdict, code = _verdict(rng, item, config.error_rate)
-            reviewer = rng.choice(reviewers)
+            if item.first_reviewer_id is None:
+                verdict, code = _verdict(rng, item, config.error_rate)
+                reviewer = rng.choice(reviewers)
+            else:
+                # Second reviews draw from their own generator, so that the first decisions of a
+                # run are the same whatever DOUBLE_REVIEW_RATE is.
+                others = [r for r in reviewers if r.pk != item.first_reviewer_id]
+                if not others:
+                    continue  # one simulated reviewer: the second review waits for a person
+                verdict, code = _verdict(second_rng, item, config.error_rate)
+                reviewer = second_rng.choice(others)
             try:
                 lock_claim(reviewer=reviewer, message=message)
                 decision_record(
@@ -310,6 +323,15 @@ def simulate(
                 continue
             last_decision = at
             report.decided += 1
+            if item.first_reviewer_id is None and (
+                Message.objects.filter(pk=item.message_id, status=MessageStatus.IN_REVIEW).exists()
+            ):
+                # Drawn for a blind second review: another simulated reviewer takes it later.
+                delay = timedelta(hours=second_rng.uniform(*REVIEW_DELAY_HOURS))
+                pending.append(
+                    _Pending(at + delay, item.message_id, item.label, item.claim_type, reviewer.pk)
+                )
+                report.second_reviews += 1
 
     rows_by_key: dict[str, dict] = {}
 

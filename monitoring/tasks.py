@@ -20,3 +20,18 @@ def refresh_rollups() -> dict[str, int]:
 
     result = rollup_refresh()
     return {"days": result.days, "rows": result.rows, "decisions": result.decisions}
+
+
+@shared_task(
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=5,
+    max_retries=3,
+)
+def run_rule_backtest(backtest_id: int) -> str:
+    """Compute a requested rule-set backtest (default queue). Idempotent: a finished backtest is
+    left as it is, a re-delivered running one is computed again from the start."""
+    from monitoring.backtest import rule_backtest_run
+
+    return rule_backtest_run(backtest_id=backtest_id).status

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest
 
-from reviews.models import ReviewDecision, ReviewLock
+from reviews.models import DoubleReview, DoubleReviewRule, ReviewDecision, ReviewLock
 from reviews.roles import Role, has_role
 
 
@@ -58,3 +58,44 @@ class ReviewLockAdmin(_ComplianceAdminViewOnly):
     def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
         # An admin may free a stuck lock; locks are not part of the audit record.
         return has_role(request.user, Role.COMPLIANCE_ADMIN)
+
+
+@admin.register(DoubleReviewRule)
+class DoubleReviewRuleAdmin(admin.ModelAdmin):
+    """Per-claim-type double-review rates: data that compliance admins edit (reviews.double_review).
+    A claim type without a rule is sampled at DOUBLE_REVIEW_RATE."""
+
+    list_display = ("claim_type", "rate", "note", "updated_at")
+    list_select_related = ("claim_type",)
+    fields = ("claim_type", "rate", "note")
+
+    def _is_admin(self, request: HttpRequest) -> bool:
+        return has_role(request.user, Role.COMPLIANCE_ADMIN)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self._is_admin(request)
+
+    def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
+        return self._is_admin(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return self._is_admin(request)
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return self._is_admin(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return self._is_admin(request)
+
+
+@admin.register(DoubleReview)
+class DoubleReviewAdmin(_ComplianceAdminViewOnly):
+    """Which messages were drawn for a blind second review, and what came of it (read-only)."""
+
+    list_display = ("message", "claim_type", "reason", "rate", "outcome", "sampled_at", "second_at")
+    list_filter = ("outcome", "reason", "claim_type")
+    list_select_related = ("message", "claim_type")
+    actions = None
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        return [field.name for field in self.model._meta.fields]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -120,3 +121,121 @@ class ReviewDecision(models.Model):
         decision, from the snapshot ({"reviewer", "claim_type"}); None for records written
         before snapshots kept them (a page then says it shows today's names)."""
         return self.snapshot.get("decision")
+
+
+class DecisionTiming(models.Model):
+    """How long a reviewer held a message before deciding it: from the claim (the lock) to the
+    decision. Written by the decision service with a first-level decision taken live (a replayed
+    decision has no real claim time); the Reviewers page reads its median. Kept beside the
+    decision, not in it: it is a measurement of the work, not part of the evidence judged."""
+
+    # No database constraint towards decisions, here and in DoubleReview: decisions are never
+    # deleted (append-only, trigger), and a record removed by tampering must show up as a gap in
+    # the audit chain's check, not be blocked or hidden by the rows that point at it.
+    decision = models.OneToOneField(
+        ReviewDecision,
+        on_delete=models.DO_NOTHING,
+        primary_key=True,
+        related_name="timing",
+        db_constraint=False,
+    )
+    claimed_at = models.DateTimeField()
+    seconds = models.FloatField()
+
+    def __str__(self) -> str:
+        return f"decision {self.decision_id}: {self.seconds:.0f} s"
+
+
+class DoubleReviewRule(models.Model):
+    """A double-review rate for one claim type, replacing DOUBLE_REVIEW_RATE for decisions of
+    that type (1.0: every such decision is reviewed twice; 0.0: none is). Data, edited by
+    compliance admins in the admin; read when a decision is recorded."""
+
+    claim_type = models.OneToOneField(ClaimType, on_delete=models.PROTECT, related_name="double_review_rule")
+    rate = models.FloatField(
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Share of decided messages of this claim type that get a blind second review (0 to 1).",
+    )
+    note = models.CharField(max_length=300, blank=True, help_text="Why this rate.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["claim_type__position"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(rate__gte=0.0) & Q(rate__lte=1.0), name="double_review_rate_0_to_1"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.claim_type}: {self.rate:.0%}"
+
+
+class DoubleReviewOutcome(models.TextChoices):
+    PENDING = "pending", "Waiting for a second reviewer"
+    AGREED = "agreed", "The two reviewers agree"
+    DISAGREED = "disagreed", "The two reviewers disagree (escalated)"
+    ESCALATED = "escalated", "The second reviewer escalated"
+
+
+class DoubleReviewReason(models.TextChoices):
+    RATE = "rate", "DOUBLE_REVIEW_RATE sample"
+    CLAIM_TYPE_RULE = "claim_type_rule", "Claim-type rule"
+
+
+class DoubleReview(models.Model):
+    """A decided message drawn for a blind second review (reviews.double_review), and what came
+    of it. Both decisions, and the compliance admin's final one after a disagreement, are
+    ordinary records of the hash chain; this row links them. The second reviewer is someone
+    other than the first and sees neither the first decision nor who made it."""
+
+    message = models.OneToOneField(Message, on_delete=models.PROTECT, related_name="double_review")
+    first_decision = models.OneToOneField(
+        ReviewDecision,
+        on_delete=models.DO_NOTHING,
+        related_name="double_review_as_first",
+        db_constraint=False,
+    )
+    second_decision = models.OneToOneField(
+        ReviewDecision,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        related_name="double_review_as_second",
+        db_constraint=False,
+    )
+    final_decision = models.OneToOneField(
+        ReviewDecision,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        related_name="double_review_as_final",
+        db_constraint=False,
+        help_text="The compliance admin's decision on the escalation; it is final.",
+    )
+    claim_type = models.ForeignKey(
+        ClaimType,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The claim type the sample was drawn for (the first decision's, or the model's).",
+    )
+    reason = models.CharField(max_length=16, choices=DoubleReviewReason.choices)
+    rate = models.FloatField(help_text="The sampling rate that applied.")
+    outcome = models.CharField(
+        max_length=16, choices=DoubleReviewOutcome.choices, default=DoubleReviewOutcome.PENDING
+    )
+    sampled_at = models.DateTimeField()
+    second_at = models.DateTimeField(null=True, blank=True)
+    final_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-sampled_at"]
+        indexes = [
+            models.Index(fields=["outcome", "sampled_at"], name="double_review_outcome"),
+            models.Index(fields=["second_at"], name="double_review_second_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"double review of {self.message_id}: {self.outcome}"

@@ -12,6 +12,9 @@ Rules, in one place:
   lost and two reviewers still cannot both decide.
 - An escalated message is decided (claim or not a claim) by a compliance admin: a second-level
   decision, no lock needed; the status guard makes a second submission fail.
+- A message in review that the reviewer has decided (drawn for a blind second review,
+  reviews.double_review) is for another reviewer: "Review next" skips it, claiming and deciding
+  it are refused.
 - A decided message takes no further decision except a correction: a new record that
   supersedes the latest one, with a reason, by a compliance admin or the original reviewer.
 - Every append takes the chain lock (pg_advisory_xact_lock on PostgreSQL; SQLite serialises
@@ -29,6 +32,7 @@ from django.utils import timezone
 
 from compliance_site.db import skip_locked
 from reviews.constants import CHAIN_ADVISORY_LOCK_KEY, CLAIM_ATTEMPTS, NOTE_MAX_LENGTH, REASON_MAX_LENGTH
+from reviews.double_review import double_review_after_decision
 from reviews.errors import (
     AlreadyDecided,
     DecisionInvalid,
@@ -37,12 +41,22 @@ from reviews.errors import (
     NotPermitted,
 )
 from reviews.hashing import GENESIS_HASH, record_hash
-from reviews.models import ReviewDecision, ReviewLock, Verdict
+from reviews.models import DecisionTiming, ReviewDecision, ReviewLock, Verdict
 from reviews.roles import Role, has_role
 from reviews.selectors import decision_snapshot, in_priority_order, lock_held
 from scoring.constants import MessageStatus
 from scoring.models import ClaimType, Message
 from scoring.services.transitions import message_transition
+
+
+def _refuse_own_second_review(*, reviewer: User, message: Message) -> None:
+    """A message in review that the reviewer has decided is waiting for a blind second review by
+    somebody else (reviews.double_review)."""
+    if ReviewDecision.objects.filter(message=message, reviewer=reviewer).exists():
+        raise NotPermitted(
+            f"You have decided message {message.external_id} already; its blind second review is "
+            "for another reviewer."
+        )
 
 
 def _lock_expiry():
@@ -84,9 +98,10 @@ def lock_claim_next(*, reviewer: User) -> Message | None:
         for _ in range(CLAIM_ATTEMPTS):
             now = timezone.now()
             candidates = in_priority_order(
-                Message.objects.filter(status=MessageStatus.IN_REVIEW).exclude(
-                    review_lock__expires_at__gt=now
-                )
+                Message.objects.filter(status=MessageStatus.IN_REVIEW)
+                .exclude(review_lock__expires_at__gt=now)
+                # a message this reviewer decided waits for somebody else's blind second review
+                .exclude(decisions__reviewer=reviewer)
             )
             message = skip_locked(candidates).only("id").first()
             if message is None:
@@ -106,6 +121,7 @@ def lock_claim(*, reviewer: User, message: Message) -> ReviewLock:
             raise DecisionInvalid(
                 f"Message {message.external_id} is {message.get_status_display()}, not in review."
             )
+        _refuse_own_second_review(reviewer=reviewer, message=message)
         lock = _try_lock(reviewer=reviewer, message_id=message.pk)
         if lock is None:
             other = ReviewLock.objects.select_related("reviewer").get(message=message)
@@ -179,6 +195,7 @@ def _target_status(
         return escalate_to, is_admin
     if message.status == MessageStatus.IN_REVIEW:
         _require_reviewer(reviewer)
+        _refuse_own_second_review(reviewer=reviewer, message=message)
         if not ReviewLock.objects.filter(message=message, reviewer=reviewer).exists():
             raise LockNotHeld(
                 "You have not claimed this message (or another reviewer has claimed it since your "
@@ -248,7 +265,10 @@ def decision_record(
     the derived agreement with the model; it is appended at the head of the hash chain; the
     message moves in_review -> decided/escalated (escalated -> decided for a second-level
     decision; a correction to an escalation moves decided -> escalated); the lock on the
-    message is released. A duplicate submission raises AlreadyDecided and writes nothing.
+    message is released; the time from claim to decision is kept (DecisionTiming); blind double
+    review follows (reviews.double_review: a drawn decision puts the message back in review, a
+    second review that disagrees moves it to escalated). A duplicate submission raises
+    AlreadyDecided and writes nothing.
     Raises a ReviewError subclass, with a message for the user, for any rule it refuses.
 
     `decided_at` is for replaying simulated history only (`simulate_traffic`); views never pass
@@ -318,7 +338,20 @@ def decision_record(
         )
         decision.content_hash = record_hash(decision)
         decision.save(force_insert=True)
+        from_status = message.status
         if to_status != message.status:
             message_transition(message=message, to_status=to_status, from_statuses=[message.status])
+        claimed_at = (
+            ReviewLock.objects.filter(message=message, reviewer=reviewer)
+            .values_list("locked_at", flat=True)
+            .first()
+        )
+        if claimed_at is not None and decided_at is None and not second_level:
+            DecisionTiming.objects.create(
+                decision=decision,
+                claimed_at=claimed_at,
+                seconds=max((created_at - claimed_at).total_seconds(), 0.0),
+            )
         ReviewLock.objects.filter(message=message).delete()
+        double_review_after_decision(decision=decision, message=message, from_status=from_status)
     return decision

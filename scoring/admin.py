@@ -1,9 +1,11 @@
 """Admin for compliance admins: claim types (names and descriptions) and rule-set versions.
 
 Only superusers and staff users in the compliance_admin group see these pages. A published rule
-set is read-only here; "Publish as new version" opens an editor whose result becomes a new
-active version (scoring.services.rule_sets.rule_set_publish), so earlier matches keep the
-version that produced them.
+set is read-only here; "Draft a new version" opens an editor whose result is saved as a draft
+(scoring.services.rule_sets.rule_set_draft_create). Nothing routes differently until the draft is
+backtested and published on its page (/monitoring/rule-drafts/<id>/, monitoring.backtest), so
+earlier matches keep the version that produced them and no edit is published blind. Rolling back
+("publish the selected version unchanged") publishes at once: it restores rules that ran before.
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.html import format_html
 
 from reviews.roles import Role, has_role
 from scoring.errors import RuleSetError
 from scoring.forms import PublishForm, RuleFormSet, initial_for
 from scoring.models import ClaimType, Rule, RuleSet
 from scoring.selectors import active_rule_set, rule_sets_with_counts, rules_of
-from scoring.services.rule_sets import rule_draft_of, rule_set_publish
+from scoring.services.rule_sets import rule_draft_of, rule_set_draft_create, rule_set_publish
 
 
 def is_compliance_admin(request: HttpRequest) -> bool:
@@ -89,7 +92,7 @@ class RuleInline(admin.TabularInline):
 class RuleSetAdmin(ComplianceAdminOnly, admin.ModelAdmin):
     list_display = ("version", "is_active", "note", "rule_count", "created_by", "created_at")
     list_display_links = ("version",)
-    fields = ("version", "is_active", "note", "created_by", "created_at")
+    fields = ("version", "is_active", "note", "created_by", "created_at", "published_on")
     readonly_fields = fields
     inlines = [RuleInline]
     actions = ["publish_copy"]
@@ -97,6 +100,18 @@ class RuleSetAdmin(ComplianceAdminOnly, admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[RuleSet]:
         return rule_sets_with_counts()
+
+    @admin.display(description="published on")
+    def published_on(self, obj: RuleSet) -> str:
+        """The draft and backtest this version was published on (none for a seed or a roll back)."""
+        if obj.backtest_id is None:
+            return "no backtest (seeded or rolled back)"
+        return format_html(
+            '<a href="{}">draft #{}, backtest #{}</a>',
+            reverse("monitoring:rule_draft", args=[obj.backtest.draft_id]),
+            obj.backtest.draft_id,
+            obj.backtest_id,
+        )
 
     @admin.display(description="rules", ordering="rule_count")
     def rule_count(self, obj: RuleSet) -> int:
@@ -139,15 +154,15 @@ class RuleSetAdmin(ComplianceAdminOnly, admin.ModelAdmin):
     def get_urls(self) -> list:
         urls = [
             path(
-                "<int:object_id>/publish/",
-                self.admin_site.admin_view(self.publish_view),
-                name="scoring_ruleset_publish",
+                "<int:object_id>/draft/",
+                self.admin_site.admin_view(self.draft_view),
+                name="scoring_ruleset_draft",
             )
         ]
         return urls + super().get_urls()
 
-    def publish_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
-        """Edit a copy of a version and publish it as the new active version."""
+    def draft_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        """Edit a copy of a version and save it as a draft, to backtest and then publish."""
         if not is_compliance_admin(request):
             raise PermissionDenied
         base = get_object_or_404(RuleSet, pk=object_id)
@@ -160,30 +175,31 @@ class RuleSetAdmin(ComplianceAdminOnly, admin.ModelAdmin):
             if form.is_valid() and formset.is_valid():
                 add, change, remove = formset.changes()
                 try:
-                    published = rule_set_publish(
+                    draft = rule_set_draft_create(
                         base=base,
                         user=request.user,
                         note=form.cleaned_data["note"],
                         add=add,
                         change=change,
                         remove=remove,
-                        expected_active_version=form.cleaned_data["expected_active_version"],
                     )
                 except RuleSetError as exc:
                     form.add_error(None, str(exc))
                 else:
-                    self.message_user(request, f"Published rule set v{published.version}; it is active now.")
-                    return HttpResponseRedirect(reverse("admin:scoring_ruleset_change", args=[published.pk]))
+                    self.message_user(
+                        request, f"Saved draft #{draft.pk}: backtest it, then publish it from its page."
+                    )
+                    return HttpResponseRedirect(reverse("monitoring:rule_draft", args=[draft.pk]))
         else:
             form = PublishForm(initial={"expected_active_version": active.version if active else None})
             formset = RuleFormSet(initial=initial, prefix="rules")
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
-            "title": f"Publish a new version based on v{base.version}",
+            "title": f"Draft a new version based on v{base.version}",
             "base": base,
             "active": active,
             "form": form,
             "formset": formset,
         }
-        return TemplateResponse(request, "admin/scoring/ruleset/publish.html", context)
+        return TemplateResponse(request, "admin/scoring/ruleset/draft.html", context)

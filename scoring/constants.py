@@ -62,7 +62,9 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     MessageStatus.EXPLAINED: frozenset({MessageStatus.IN_REVIEW}),
     MessageStatus.IN_REVIEW: frozenset({MessageStatus.DECIDED, MessageStatus.ESCALATED}),
     MessageStatus.ESCALATED: frozenset({MessageStatus.DECIDED}),
-    MessageStatus.DECIDED: frozenset({MessageStatus.ESCALATED}),
+    # decided -> escalated: a correction to an escalation, or two blind reviews that disagree;
+    # decided -> in_review: drawn for a blind second review (reviews.double_review).
+    MessageStatus.DECIDED: frozenset({MessageStatus.ESCALATED, MessageStatus.IN_REVIEW}),
     MessageStatus.CLEARED: frozenset(),
     MessageStatus.FAILED: frozenset({MessageStatus.QUEUED}),
 }

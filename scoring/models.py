@@ -39,6 +39,14 @@ class RuleSet(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    backtest = models.ForeignKey(
+        "RuleSetBacktest",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The backtest this version was published on (a draft's); none for a roll back.",
+    )
 
     class Meta:
         ordering = ["-version"]
@@ -50,6 +58,72 @@ class RuleSet(models.Model):
 
     def __str__(self) -> str:
         return f"Rule set v{self.version}{' (active)' if self.is_active else ''}"
+
+
+class RuleSetDraft(models.Model):
+    """An unpublished rule-set version: the rules it would have (RuleDraft fields as JSON), the
+    version it was edited from, and why. A draft is backtested against the active rules over
+    stored messages, then published as a new active RuleSet that links to that backtest
+    (scoring.services.rule_sets). A draft is never edited: another edit is another draft."""
+
+    base = models.ForeignKey(RuleSet, on_delete=models.PROTECT, related_name="drafts")
+    rules = models.JSONField(help_text="[{code, claim_type, pattern, context_terms, ...}] in code order.")
+    note = models.CharField(max_length=300)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    published = models.OneToOneField(
+        RuleSet, null=True, blank=True, on_delete=models.PROTECT, related_name="draft"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Draft #{self.pk} from v{self.base.version}"
+
+
+class RuleSetBacktest(models.Model):
+    """A draft run over the stored messages of a period against the rules active at the time
+    (monitoring.backtest): what it would route that they do not and the reverse, per rule and
+    claim type, with how reviewers decided those messages. Computed by a task on the default
+    queue; `processed` of `total` is its progress, `results` every figure."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for a worker"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    draft = models.ForeignKey(RuleSetDraft, on_delete=models.CASCADE, related_name="backtests")
+    active = models.ForeignKey(
+        RuleSet, on_delete=models.PROTECT, related_name="+", help_text="The active version compared with."
+    )
+    days = models.PositiveSmallIntegerField()
+    since = models.DateTimeField()
+    until = models.DateTimeField()
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    total = models.PositiveIntegerField(default=0)
+    processed = models.PositiveIntegerField(default=0)
+    results = models.JSONField(default=dict)
+    error = models.TextField(blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Backtest #{self.pk} of draft #{self.draft_id} ({self.status})"
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.processed / self.total) if self.total else 0
 
 
 class Rule(models.Model):

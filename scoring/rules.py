@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 # Words that negate what follows. Curly apostrophes are folded to ' before matching.
@@ -213,10 +213,18 @@ class _WordIndex:
     """Word spans of one text, built once, for the context and negation windows."""
 
     def __init__(self, text: str) -> None:
-        spans = [(m.start(), m.end()) for m in _WORD.finditer(text)]
-        self.starts = [s for s, _ in spans]
-        self.ends = [e for _, e in spans]
-        self.words = [text[s:e].lower() for s, e in spans]
+        self.text = text
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        for m in _WORD.finditer(text):
+            start, end = m.span()
+            self.starts.append(start)
+            self.ends.append(end)
+
+    def word(self, j: int) -> str:
+        """The j-th word, lower-cased (the guards read a few words near a match, so words are
+        not lower-cased up front: that was most of the index's cost on long texts)."""
+        return self.text[self.starts[j] : self.ends[j]].lower()
 
     def before(self, pos: int) -> int:
         """Number of words that end at or before `pos`."""
@@ -233,7 +241,7 @@ def _negated(text: str, index: _WordIndex, start: int) -> bool:
         # Stop at a clause boundary between this word and the match.
         if _CLAUSE_END.search(text, index.ends[j], start):
             return False
-        word = index.words[j]
+        word = index.word(j)
         if _COMMA.search(text, index.ends[j], start) and (word not in NEGATIONS or word in _INTERJECTIONS):
             return False
         if word in NEGATIONS or word in REPORTING:
@@ -277,17 +285,17 @@ def _in_context(text: str, index: _WordIndex, rule: _CompiledRule, start: int, e
     return False
 
 
-def match(text: str, compiled: CompiledRules) -> list[RuleHit]:
-    """Every rule hit in `text`, as character spans into the original text, sorted by
-    (start, end, rule id). Hits of one rule never overlap (each stretch of text is reported
-    once); different rules may report the same phrase."""
+def iter_hits(text: str, compiled: CompiledRules, *, cache: dict | None = None) -> Iterator[RuleHit]:
+    """The rule hits of `text` one at a time, rule by rule in the order of `compiled` (not sorted),
+    so that a caller who needs only the first one (the backtest: "does any rule route this?")
+    stops there. The word index of the guards is built once, when first needed; a caller that
+    matches the same text again with other rules passes the same `cache` dict to reuse it."""
     if not isinstance(text, str):
         raise TypeError(f"match() needs a str, not {type(text).__name__}.")
     if not text or not compiled.rules:
-        return []
-    folded = text.translate(_FOLD)
-    index: _WordIndex | None = None
-    hits: list[RuleHit] = []
+        return
+    folded = text.translate(_FOLD) if not text.isascii() else text  # _FOLD maps non-ASCII only
+    index: _WordIndex | None = cache.get("index") if cache is not None else None
     for rule in compiled.rules:
         spec = rule.spec
         # finditer never overlaps its own matches, so one rule reports a stretch of text once.
@@ -298,20 +306,27 @@ def match(text: str, compiled: CompiledRules) -> list[RuleHit]:
             if spec.negation_guard or rule.context is not None:
                 if index is None:
                     index = _WordIndex(folded)
+                    if cache is not None:
+                        cache["index"] = index
                 if spec.negation_guard and _guarded(folded, index, start, end):
                     continue
                 if rule.context is not None and not _in_context(folded, index, rule, start, end):
                     continue
-            hits.append(
-                RuleHit(
-                    rule_id=spec.rule_id,
-                    code=spec.code,
-                    rule_set_version=spec.rule_set_version,
-                    claim_type=spec.claim_type,
-                    start=start,
-                    end=end,
-                    text=text[start:end],
-                )
+            yield RuleHit(
+                rule_id=spec.rule_id,
+                code=spec.code,
+                rule_set_version=spec.rule_set_version,
+                claim_type=spec.claim_type,
+                start=start,
+                end=end,
+                text=text[start:end],
             )
+
+
+def match(text: str, compiled: CompiledRules) -> list[RuleHit]:
+    """Every rule hit in `text`, as character spans into the original text, sorted by
+    (start, end, rule id). Hits of one rule never overlap (each stretch of text is reported
+    once); different rules may report the same phrase."""
+    hits = list(iter_hits(text, compiled))
     hits.sort(key=lambda h: (h.start, h.end, h.rule_id))
     return hits

@@ -3,7 +3,9 @@ recall from reviews, and the reviewer-vs-model confusion matrix.
 
 Which decisions count ("effective" decisions): the latest decision on each message (a
 correction supersedes the one it corrects; an escalation counts once it is decided), with a
-verdict of claim or not a claim, on a message the model scored. Its period is the UTC day or
+verdict of claim or not a claim, on a message the model scored. A message drawn for a blind
+double review (reviews.double_review) counts its first decision, not the second review, and after
+a disagreement the compliance admin's final decision in place of the first. Its period is the UTC day or
 week in which the decision was recorded.
 
 Claim type of a decision, for the per-type series: a flagged message takes the model's
@@ -43,6 +45,9 @@ def effective_decisions() -> QuerySet[ReviewDecision]:
         verdict__in=[Verdict.CLAIM, Verdict.NO_CLAIM],
         agrees_with_model__isnull=False,
         superseded_by__isnull=True,
+        # one decision per double-reviewed message: the first, until an admin's final one
+        double_review_as_second__isnull=True,
+        double_review_as_first__final_decision__isnull=True,
     )
 
 

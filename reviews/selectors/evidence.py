@@ -6,14 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import User
-from django.db.models import Subquery
+from django.contrib.auth.models import AbstractBaseUser, User
+from django.db.models import QuerySet, Subquery
 
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationStatus
 from reviews.audit import body_digest, words_digest
 from reviews.constants import EXPLANATION_PREFERENCE
 from reviews.highlight import Part, RuleSpan, Segment, build_parts, build_segments
 from reviews.models import ReviewDecision, ReviewLock
+from reviews.roles import AUDIT_ROLES, has_role
 from reviews.selectors.sources import name_attachment_parts
 from scoring.models import ClaimType, Message, Prediction, RuleMatch
 
@@ -90,8 +91,9 @@ def _rule_spans(rule_matches: list[RuleMatch]) -> list[RuleSpan]:
     ]
 
 
-def message_evidence(message_id: int) -> Evidence:
-    """The evidence of one message (raises Message.DoesNotExist)."""
+def message_evidence(message_id: int, *, viewer: AbstractBaseUser | None = None) -> Evidence:
+    """The evidence of one message (raises Message.DoesNotExist). With a `viewer`, the
+    decisions are those the viewer may read (`decisions_visible_to`)."""
     message = Message.objects.select_related(
         "routing_prediction__model_version", "routing_prediction__claim_type"
     ).get(pk=message_id)
@@ -112,8 +114,24 @@ def message_evidence(message_id: int) -> Evidence:
                 diagnostic.layers, diagnostic.heads, len(diagnostic.tokens), diagnostic.normalisation
             )
     lock = ReviewLock.objects.select_related("reviewer").filter(message=message).first()
-    decisions = list(ReviewDecision.objects.filter(message=message).select_related("reviewer", "claim_type"))
-    return Evidence(message, prediction, rule_matches, explanation, segments, attention, lock, decisions)
+    decisions = ReviewDecision.objects.filter(message=message).select_related("reviewer", "claim_type")
+    if viewer is not None:
+        decisions = decisions_visible_to(decisions, viewer)
+    return Evidence(
+        message, prediction, rule_matches, explanation, segments, attention, lock, list(decisions)
+    )
+
+
+def decisions_visible_to(
+    decisions: QuerySet[ReviewDecision], viewer: AbstractBaseUser
+) -> QuerySet[ReviewDecision]:
+    """The decisions of `decisions` that `viewer` may read: auditors and compliance admins read
+    every one; anybody else only their own, so that a reviewer never reads a colleague's decision,
+    nor learns who made it, before deciding (blind review; the message API applies the same rule
+    in scoring.selectors.messages_for_api_detail)."""
+    if has_role(viewer, *AUDIT_ROLES):
+        return decisions
+    return decisions.filter(reviewer_id=viewer.pk)
 
 
 def attention_diagnostic(message_id: int) -> AttentionDiagnostic:

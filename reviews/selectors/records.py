@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from django.contrib.auth.models import User
-from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KT
 from django.db.models.functions import Substr
 from django.utils import timezone
 
 from reviews.constants import BODY_PREVIEW_CHARS, Agreement
-from reviews.hashing import HASHED_FIELDS
-from reviews.models import ReviewDecision, Verdict
+from reviews.hashing import HASHED_FIELDS, ChainReport, chain_verify
+from reviews.models import DoubleReview, ReviewDecision, Verdict
 from reviews.pagination import (
     PAGE_SIZE,
     Page,
@@ -26,9 +26,35 @@ from scoring.constants import MessageStatus
 from scoring.models import ClaimType, Message, ModelVersion
 
 
+def _pair_fields(prefix: str) -> dict[str, F]:
+    """first_/second_ verdict, type (name), by (username) and note of a blind double review, as
+    expressions from the row that `prefix` leads to the DoubleReview from."""
+    return {
+        f"{side}_{name}": F(f"{prefix}{side}_decision__{path}")
+        for side in ("first", "second")
+        for name, path in (
+            ("verdict", "verdict"),
+            ("type", "claim_type__name"),
+            ("by", "reviewer__username"),
+            ("note", "note"),
+        )
+    }
+
+
+def double_review_pair(message_id: int) -> dict[str, Any] | None:
+    """A message's blind double review for a compliance admin's page: outcome, both decisions
+    (see `_pair_fields`) and the final decision's sequence; None when it was not drawn."""
+    return (
+        DoubleReview.objects.filter(message_id=message_id)
+        .values("outcome", "final_decision__sequence", "second_decision_id", **_pair_fields(""))
+        .first()
+    )
+
+
 def escalated_messages() -> QuerySet[Message]:
     """Messages waiting for a compliance admin, oldest escalation first, with the escalating
-    decision's reason and reviewer annotated (no per-row queries)."""
+    decision's reason and reviewer annotated, and for a blind double review whose reviewers
+    disagreed both decisions (no per-row queries)."""
     escalation = ReviewDecision.objects.filter(message=OuterRef("pk"), verdict=Verdict.ESCALATE).order_by(
         "-sequence"
     )
@@ -48,6 +74,9 @@ def escalated_messages() -> QuerySet[Message]:
             preview=Substr("body", 1, BODY_PREVIEW_CHARS),
             escalation_reason=Subquery(escalation.values("escalation_reason")[:1]),
             escalated_by=Subquery(escalation.values("reviewer__username")[:1]),
+            # A blind double review that ended here: both decisions, side by side.
+            double_outcome=F("double_review__outcome"),
+            **_pair_fields("double_review__"),
         )
         .order_by("escalated_at", "id")
     )

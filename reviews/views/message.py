@@ -18,7 +18,7 @@ from reviews.attention_data import AttentionDataError, heatmap_payload, parse_se
 from reviews.errors import AlreadyDecided, LockHeldByOther, LockNotHeld, NotPermitted, ReviewError
 from reviews.forms import CorrectionForm, DecisionForm, SecondLevelForm
 from reviews.roles import Role
-from reviews.selectors import attention_diagnostic, message_evidence
+from reviews.selectors import attention_diagnostic, double_review_pair, message_evidence
 from reviews.selectors.sources import CONVERSATION_PAGE, conversation_messages, message_source
 from reviews.services import decision_record, lock_claim, lock_release
 from reviews.views._common import is_admin, is_reviewer
@@ -33,7 +33,7 @@ def _render(
     request: HttpRequest, pk: int, *, forms: dict[str, Any] | None = None, error: str = "", status: int = 200
 ) -> HttpResponse:
     try:
-        evidence = message_evidence(pk)
+        evidence = message_evidence(pk, viewer=request.user)
     except Message.DoesNotExist as exc:
         raise Http404("No such message.") from exc
     message, lock, now = evidence.message, evidence.lock, timezone.now()
@@ -41,6 +41,8 @@ def _render(
     in_review = message.status == MessageStatus.IN_REVIEW
     mine = lock is not None and lock.reviewer_id == request.user.pk
     live_other = lock is not None and not mine and lock.expires_at > now
+    # A message in review that this reviewer decided waits for somebody else's blind second review.
+    decided_by_me = in_review and any(d.reviewer_id == request.user.pk for d in evidence.decisions)
     forms = forms or {}
     context = {
         "source": message_source(
@@ -55,7 +57,9 @@ def _render(
         "lock_expired": lock is not None and lock.expires_at <= now,
         "locked_by_other": live_other,
         "can_review": reviewer,
-        "can_claim": reviewer and in_review and not mine and not live_other,
+        "can_claim": reviewer and in_review and not mine and not live_other and not decided_by_me,
+        "awaits_second_review": reviewer and decided_by_me,
+        "double_review": double_review_pair(message.pk) if admin else None,
         "claim_types": ClaimType.objects.order_by("position"),
         "error": error,
     }

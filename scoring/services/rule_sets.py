@@ -20,7 +20,7 @@ from django.db.models import Max
 
 from reviews.roles import Role, has_role
 from scoring.errors import RuleSetError
-from scoring.models import ClaimType, Rule, RuleSet
+from scoring.models import ClaimType, Rule, RuleSet, RuleSetBacktest, RuleSetDraft
 from scoring.rules import RuleError, RuleSpec, compile_rule
 
 _CODE = re.compile(r"^[-a-zA-Z0-9_]+$")
@@ -167,22 +167,59 @@ def rule_set_publish(
     error a RuleSetError says what is wrong and nothing is written; exactly one set is active
     afterwards; no existing rule or rule set is modified except the old set's is_active flag.
     """
+    note = _check_publisher(user, note, verb="publish")
+    base_drafts, drafts = _edited(base, add=add, change=change, remove=remove)
+    return _publish(
+        drafts=drafts,
+        base=base,
+        base_drafts=base_drafts,
+        user=user,
+        note=note,
+        expected_active_version=expected_active_version,
+    )
+
+
+def _check_publisher(user: AbstractBaseUser, note: str, *, verb: str) -> str:
     if not has_role(user, Role.COMPLIANCE_ADMIN):
-        raise RuleSetError("Only a compliance admin can publish rule sets.")
+        raise RuleSetError(f"Only a compliance admin can {verb} rule sets.")
     note = (note or "").strip()
     if not note:
         raise RuleSetError("Say why in the note: every rule-set version records its reason.")
     if len(note) > MAX_NOTE_CHARS:
         raise RuleSetError(f"The note must be at most {MAX_NOTE_CHARS} characters.")
+    return note
+
+
+def _edited(
+    base: RuleSet,
+    *,
+    add: Sequence[RuleDraft] = (),
+    change: Mapping[str, Mapping[str, Any]] | None = None,
+    remove: Iterable[str] = (),
+) -> tuple[list[RuleDraft], list[RuleDraft]]:
+    """(the base's rules, the rules after the changes), every one validated."""
     if base.pk is None:
         raise RuleSetError("The base rule set must be a saved version.")
-
     base_drafts = [rule_draft_of(rule) for rule in base.rules.select_related("claim_type").order_by("code")]
     drafts = _apply_changes(base_drafts, add, change or {}, remove)
     claim_codes = set(ClaimType.objects.values_list("code", flat=True))
     for draft in drafts:
         _validate(draft, claim_codes)
+    return base_drafts, drafts
 
+
+def _publish(
+    *,
+    drafts: list[RuleDraft],
+    base: RuleSet,
+    base_drafts: list[RuleDraft],
+    user: AbstractBaseUser,
+    note: str,
+    expected_active_version: int | None,
+    backtest: RuleSetBacktest | None = None,
+    on_published: Any = None,
+) -> RuleSet:
+    """Save `drafts` as the next version and activate it (see rule_set_publish's promises)."""
     try:
         with transaction.atomic():
             active = RuleSet.objects.select_for_update().filter(is_active=True).first()
@@ -199,8 +236,18 @@ def rule_set_publish(
             version = (RuleSet.objects.aggregate(top=Max("version"))["top"] or 0) + 1
             if active is not None:
                 RuleSet.objects.filter(pk=active.pk).update(is_active=False)
+            if backtest is not None and (active is None or backtest.active_id != active.pk):
+                now = f"v{active.version}" if active else "no version"
+                raise RuleSetError(
+                    f"The backtest compared the draft with v{backtest.active.version}, but {now} is active "
+                    "now: run the backtest again before publishing."
+                )
             published = RuleSet.objects.create(
-                version=version, is_active=True, note=note, created_by=user if user.pk else None
+                version=version,
+                is_active=True,
+                note=note,
+                created_by=user if user.pk else None,
+                backtest=backtest,
             )
             types = {ct.code: ct for ct in ClaimType.objects.filter(code__in={d.claim_type for d in drafts})}
             Rule.objects.bulk_create(
@@ -217,7 +264,101 @@ def rule_set_publish(
                 )
                 for d in drafts
             )
+            if on_published is not None:
+                on_published(published)
     except IntegrityError as exc:
         # Two publishes raced past the lock (possible when no set was active): the loser retries.
         raise RuleSetError("Another rule-set version was published at the same time; try again.") from exc
     return published
+
+
+# --- Drafts: edit, backtest (monitoring.backtest), then publish -------------------------------------
+
+
+def draft_rules(draft: RuleSetDraft) -> list[RuleDraft]:
+    """The rules of a draft, as RuleDrafts."""
+    return [_normalise(RuleDraft(**fields)) for fields in draft.rules]
+
+
+def draft_changes(draft: RuleSetDraft) -> dict[str, list]:
+    """What a draft changes in its base: added and removed rules, and (before, after) pairs."""
+    before = {rule.code: rule_draft_of(rule) for rule in draft.base.rules.select_related("claim_type")}
+    after = {rule.code: rule for rule in draft_rules(draft)}
+    return {
+        "added": [after[code] for code in sorted(after.keys() - before.keys())],
+        "removed": [before[code] for code in sorted(before.keys() - after.keys())],
+        "changed": [
+            (before[code], after[code])
+            for code in sorted(before.keys() & after.keys())
+            if before[code] != after[code]
+        ],
+    }
+
+
+def rule_set_draft_create(
+    *,
+    base: RuleSet,
+    user: AbstractBaseUser,
+    note: str,
+    add: Sequence[RuleDraft] = (),
+    change: Mapping[str, Mapping[str, Any]] | None = None,
+    remove: Iterable[str] = (),
+) -> RuleSetDraft:
+    """Save an edit of `base` as a draft, the first of publishing's two steps: nothing routes
+    differently until the draft is backtested and published (`rule_set_draft_publish`).
+
+    Promises: only compliance admins draft; every rule compiles; an edit that changes nothing
+    is refused; on any error a RuleSetError says what is wrong and nothing is written."""
+    note = _check_publisher(user, note, verb="draft")
+    base_drafts, drafts = _edited(base, add=add, change=change, remove=remove)
+    if drafts == base_drafts:
+        raise RuleSetError(f"Nothing to draft: the changes leave v{base.version} as it is.")
+    return RuleSetDraft.objects.create(
+        base=base,
+        rules=[dataclasses.asdict(d) | {"context_terms": list(d.context_terms)} for d in drafts],
+        note=note,
+        created_by=user if user.pk else None,
+    )
+
+
+def rule_set_draft_publish(
+    *, draft: RuleSetDraft, backtest: RuleSetBacktest, user: AbstractBaseUser, note: str = ""
+) -> RuleSet:
+    """Publish a backtested draft as the new active version, the second step.
+
+    Promises: only compliance admins publish; the backtest must be this draft's, finished, and
+    made against the version that is still active (otherwise its figures describe another
+    change and the publish is refused); a draft is published once; the new version records the
+    backtest it was based on (RuleSet.backtest) and the draft points at it; on any error a
+    RuleSetError says what is wrong and nothing is written."""
+    note = _check_publisher(user, note or draft.note, verb="publish")
+    if backtest.draft_id != draft.pk:
+        raise RuleSetError(f"Backtest #{backtest.pk} is not a backtest of draft #{draft.pk}.")
+    if backtest.status != RuleSetBacktest.Status.DONE:
+        raise RuleSetError(
+            f"Backtest #{backtest.pk} is {backtest.get_status_display().lower()}: "
+            "publish on a finished backtest."
+        )
+    if draft.published_id is not None:
+        raise RuleSetError(f"Draft #{draft.pk} is already published (v{draft.published.version}).")
+    claim_codes = set(ClaimType.objects.values_list("code", flat=True))
+    drafts = draft_rules(draft)
+    for rule in drafts:
+        _validate(rule, claim_codes)
+
+    def link(published: RuleSet) -> None:
+        updated = RuleSetDraft.objects.filter(pk=draft.pk, published__isnull=True).update(published=published)
+        if not updated:
+            raise RuleSetError(f"Draft #{draft.pk} was published meanwhile.")
+
+    base_rules = draft.base.rules.select_related("claim_type").order_by("code")
+    return _publish(
+        drafts=sorted(drafts, key=lambda d: d.code),
+        base=draft.base,
+        base_drafts=[rule_draft_of(rule) for rule in base_rules],
+        user=user,
+        note=note,
+        expected_active_version=None,
+        backtest=backtest,
+        on_published=link,
+    )

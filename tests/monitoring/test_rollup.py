@@ -179,6 +179,54 @@ def test_the_decision_rollup_follows_corrections_and_escalations_incrementally(v
     assert rolled_up_counts() == live_counts()
 
 
+def test_a_double_reviewed_message_counts_once_and_the_admins_final_decision_replaces_the_first(
+    version, base_day, admin_user, second_reviewer, settings
+):
+    from reviews.services import decision_record, lock_claim
+    from tests.factories import claim_type
+    from tests.monitoring.conftest import decide
+
+    settings.DOUBLE_REVIEW_RATE = 1.0
+    at = day_at(base_day, 9)
+    message = routed(version, received_at=at, score=0.9)
+    decide(message, verdict="claim", claim_code="guaranteed_returns", at=at)
+    rollup_refresh()
+    assert sum(rolled_up_counts().values()) == 1
+
+    # the blind second review disagrees, and the compliance admin decides two days later
+    message.refresh_from_db()
+    lock_claim(reviewer=second_reviewer, message=message)
+    decision_record(
+        message=message, reviewer=second_reviewer, verdict="no_claim", decided_at=at + timedelta(hours=2)
+    )
+    rollup_refresh()
+    assert rolled_up_counts() == live_counts() and sum(rolled_up_counts().values()) == 1
+    message.refresh_from_db()
+    decision_record(
+        message=message,
+        reviewer=admin_user,
+        verdict="claim",
+        claim_type=claim_type("risk_free"),
+        decided_at=day_at(base_day + timedelta(days=2), 9),
+    )
+    rollup_refresh()
+
+    assert rolled_up_counts() == live_counts()
+    assert list(rolled_up_counts()) == [
+        (
+            base_day + timedelta(days=2),
+            version.pk,
+            True,
+            False,
+            "claim",
+            claim_type("risk_free").pk,
+            claim_type("guaranteed_returns").pk,
+        )
+    ]
+    rollup_refresh(full=True)
+    assert rolled_up_counts() == live_counts()
+
+
 def test_the_periodic_task_refreshes_the_rollups_and_is_scheduled(version, base_day, settings):
     from monitoring.tasks import refresh_rollups
 

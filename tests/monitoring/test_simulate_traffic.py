@@ -144,3 +144,19 @@ def test_the_demo_arrives_through_the_importers_and_leaves_its_last_day_in_the_q
     assert report["left_in_queue"] >= len(routed_last)
     decided = ReviewDecision.objects.values_list("message__received_at", flat=True)
     assert decided and all(at.date().isoformat() < last_day for at in decided)
+
+
+def test_simulated_reviewers_take_the_blind_second_reviews_and_the_chain_holds(tiny_model_version, settings):
+    from reviews.models import DoubleReview
+
+    settings.DOUBLE_REVIEW_RATE = 1.0
+    settings.IG_N_STEPS = 4
+
+    report = run(days=2, drift_day=2, per_day=4, qa_rate=1.0, error_rate=0.0, reviewers=2, days_ago=3, seed=5)
+
+    reviews = list(DoubleReview.objects.select_related("first_decision", "second_decision"))
+    assert report["second_reviews"] == len(reviews) > 0
+    assert all(r.second_decision is not None for r in reviews)
+    assert all(r.first_decision.reviewer_id != r.second_decision.reviewer_id for r in reviews)
+    assert report["decided"] == ReviewDecision.objects.count()
+    assert audit_chain_report().intact

@@ -11,10 +11,10 @@ from django.urls import reverse
 
 from scoring.constants import CLAIM_TYPE_CODES
 from scoring.errors import RuleSetError
-from scoring.models import ClaimType, Rule, RuleMatch, RuleSet
+from scoring.models import ClaimType, Rule, RuleMatch, RuleSet, RuleSetDraft
 from scoring.rules import match
 from scoring.selectors import active_compiled_rules, active_rule_specs, clear_compiled_rules_cache
-from scoring.services.rule_sets import RuleDraft, rule_draft_of, rule_set_publish
+from scoring.services.rule_sets import RuleDraft, draft_rules, rule_draft_of, rule_set_publish
 from tests.factories import MessageFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -282,13 +282,13 @@ def test_a_compliance_admin_sees_the_rule_sets_and_a_reviewer_does_not(client, s
     detail = client.get(reverse("admin:scoring_ruleset_change", args=[seeded().pk]))
     assert detail.status_code == 200
     assert "GR-001" in detail.content.decode()
-    assert "Publish as new version" in detail.content.decode()
+    assert "Draft a new version" in detail.content.decode()
 
     reviewer.is_staff = True
     reviewer.save(update_fields=["is_staff"])
     client.force_login(reviewer)
     assert client.get(reverse("admin:scoring_ruleset_changelist")).status_code == 403
-    assert client.get(reverse("admin:scoring_ruleset_publish", args=[seeded().pk])).status_code == 403
+    assert client.get(reverse("admin:scoring_ruleset_draft", args=[seeded().pk])).status_code == 403
 
 
 def test_an_admin_edits_a_claim_type_name_but_not_its_code(client, staff_admin):
@@ -338,9 +338,9 @@ def publish_form_data(rule_set: RuleSet, note: str, **edits: dict[str, str]) -> 
     return data
 
 
-def test_the_publish_page_turns_an_edit_into_a_new_active_version(client, staff_admin):
+def test_the_draft_page_turns_an_edit_into_a_draft_and_publishes_nothing(client, staff_admin):
     client.force_login(staff_admin)
-    url = reverse("admin:scoring_ruleset_publish", args=[seeded().pk])
+    url = reverse("admin:scoring_ruleset_draft", args=[seeded().pk])
     assert client.get(url).status_code == 200
     data = publish_form_data(
         seeded(),
@@ -360,23 +360,27 @@ def test_the_publish_page_turns_an_edit_into_a_new_active_version(client, staff_
         }
     )
     response = client.post(url, data)
+    draft = RuleSetDraft.objects.get()
     assert response.status_code == 302, response.content.decode()[:2000]
-    published = RuleSet.objects.get(is_active=True)
-    assert published.version == SEEDED + 1 and published.note == "tighten GR-004"
-    assert published.rules.get(code="GR-004").pattern == r"\bassured\s+income\b"
-    assert not published.rules.filter(code="RF-003").exists()
-    assert published.rules.get(code="PF-900").context_terms == ["token*", "coin*"]
+    assert response["Location"] == reverse("monitoring:rule_draft", args=[draft.pk])
+    # nothing is published: the draft waits for its backtest
+    assert RuleSet.objects.get(is_active=True) == seeded() and RuleSet.objects.count() == SEEDED
+    rules = {rule.code: rule for rule in draft_rules(draft)}
+    assert (draft.base, draft.note) == (seeded(), "tighten GR-004")
+    assert rules["GR-004"].pattern == r"\bassured\s+income\b"
+    assert "RF-003" not in rules
+    assert rules["PF-900"].context_terms == ("token*", "coin*")
     unchanged = {d.code: d for d in snapshot(seeded())}
-    assert rule_draft_of(published.rules.get(code="GR-001")) == unchanged["GR-001"]
+    assert rules["GR-001"] == unchanged["GR-001"]
 
 
-def test_the_publish_page_shows_a_bad_pattern_and_publishes_nothing(client, staff_admin):
+def test_the_draft_page_shows_a_bad_pattern_and_saves_nothing(client, staff_admin):
     client.force_login(staff_admin)
-    url = reverse("admin:scoring_ruleset_publish", args=[seeded().pk])
+    url = reverse("admin:scoring_ruleset_draft", args=[seeded().pk])
     response = client.post(url, publish_form_data(seeded(), "typo", **{"GR-001": {"pattern": "guarant(eed"}}))
     assert response.status_code == 200
     assert "invalid pattern" in response.content.decode()
-    assert RuleSet.objects.count() == SEEDED
+    assert RuleSet.objects.count() == SEEDED and not RuleSetDraft.objects.exists()
 
 
 def test_the_roll_back_action_publishes_a_copy_of_the_selected_version(client, staff_admin):

@@ -16,10 +16,11 @@ from importlib import import_module
 import pytest
 from django.test import Client
 from django.urls import get_resolver, reverse
+from django.utils import timezone
 
 from monitoring.api_urls import ENDPOINTS as METRICS_ENDPOINTS
 from reviews.roles import Role
-from scoring.models import Conversation, ModelComparison
+from scoring.models import Conversation, ModelComparison, RuleSet, RuleSetBacktest, RuleSetDraft
 from tests.factories import ModelVersionFactory, ReviewDecisionFactory, UserFactory, reviewable_message
 
 ANONYMOUS = "anonymous"
@@ -39,6 +40,8 @@ class World:
     model_version: int
     comparison: int
     conversation: int
+    draft: int = 0
+    backtest: int = 0
 
 
 @dataclass(frozen=True)
@@ -155,6 +158,20 @@ ROUTES: list[Route] = [
         data={"reason": "x"},
     ),
     Route("monitoring:failed_retry", "get", url("monitoring:failed_retry", "in_review"), R()),
+    Route("monitoring:reviewers", "get", url("monitoring:reviewers"), R({ADMIN})),
+    Route("monitoring:reviewers", "post", url("monitoring:reviewers"), R()),
+    Route("monitoring:rule_drafts", "get", url("monitoring:rule_drafts"), R({ADMIN})),
+    Route("monitoring:rule_draft", "get", url("monitoring:rule_draft", "draft"), R({ADMIN})),
+    Route("monitoring:rule_draft", "post", url("monitoring:rule_draft", "draft"), R()),
+    Route(
+        "monitoring:rule_draft_backtest",
+        "post",
+        url("monitoring:rule_draft_backtest", "draft"),
+        R({ADMIN}),
+        data={"days": "30"},
+    ),
+    Route("monitoring:rule_draft_publish", "post", url("monitoring:rule_draft_publish", "draft"), R({ADMIN})),
+    Route("monitoring:backtest_progress", "get", url("monitoring:backtest_progress", "backtest"), R({ADMIN})),
     *(
         Route(name, method, url(name), R({ADMIN}) if method == "get" else R(), kind="api")
         for name in METRICS_ENDPOINTS
@@ -199,6 +216,10 @@ def world(db) -> World:
     version = in_review.routing_prediction.model_version
     comparison = ModelComparison.objects.create(baseline=version, candidate=ModelVersionFactory())
     conversation = Conversation.objects.create(kind=Conversation.Kind.CHAT, key="chat:matrix", title="matrix")
+    active = RuleSet.objects.get(is_active=True)
+    draft = RuleSetDraft.objects.create(base=active, rules=[], note="matrix")
+    now = timezone.now()
+    backtest = RuleSetBacktest.objects.create(draft=draft, active=active, days=1, since=now, until=now)
     return World(
         in_review.pk,
         escalated.pk,
@@ -207,6 +228,8 @@ def world(db) -> World:
         version.pk,
         comparison.pk,
         conversation.pk,
+        draft.pk,
+        backtest.pk,
     )
 
 

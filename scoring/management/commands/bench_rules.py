@@ -1,4 +1,5 @@
-"""Benchmark the active rule set: matching time per message at several message lengths."""
+"""Benchmark the active rule set: matching time per message at several message lengths, and with
+--backtest N the rule backtest of a draft on N stored messages (scoring.bench_backtest)."""
 
 from __future__ import annotations
 
@@ -51,8 +52,20 @@ class Command(BaseCommand):
         parser.add_argument("--lengths", default="200,10000,100000", help="comma-separated message lengths")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", dest="as_json", help="print one JSON object")
+        parser.add_argument(
+            "--backtest",
+            type=int,
+            default=0,
+            metavar="N",
+            help="also time the rule backtest on N seeded stored messages (rolled back afterwards)",
+        )
+        parser.add_argument(
+            "--backtest-drafts",
+            default="few,all",
+            help="which drafts to backtest: few (an ordinary edit), all (every rule changed)",
+        )
 
-    def handle(self, *args, n: int, lengths: str, seed: int, as_json: bool, **options):
+    def handle(self, *args, n: int, lengths: str, seed: int, as_json: bool, backtest: int, **options):
         try:
             sizes = [int(x) for x in lengths.split(",") if x.strip()]
         except ValueError as exc:
@@ -78,6 +91,15 @@ class Command(BaseCommand):
                 "msgs_per_s": round(1000 * len(timings) / sum(timings), 1),
                 "hits_per_msg": round(hits / n, 2),
             }
+        if backtest:
+            # The backtest reads review decisions and monitoring's intervals (it lives in
+            # monitoring); the benchmark imports it only when asked.
+            from scoring.bench_backtest import bench_backtest
+
+            which = tuple(x for x in options["backtest_drafts"].split(",") if x)
+            if backtest < 1 or not set(which) <= {"few", "all"} or not which:
+                raise CommandError("--backtest must be >= 1 and --backtest-drafts a list of few, all")
+            report["backtest"] = bench_backtest(backtest, which=which)
         if as_json:
             self.stdout.write(json.dumps(report, sort_keys=True))
         else:

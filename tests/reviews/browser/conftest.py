@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from django.db import connection, connections
+from django.urls import get_resolver
 
 from tests.conftest import PASSWORD, require_or_skip
 
@@ -37,6 +38,10 @@ def browser() -> Iterator[object]:
     executable = shutil.which("chromium")
     require_or_skip(executable is not None, "Chromium", "CLAIMWATCH_REQUIRE_BROWSER")
     from playwright.sync_api import sync_playwright
+
+    # Import the URLconf (explanations' views import torch) before the first navigation: on a busy
+    # 2-core machine that import alone took 20-40 s, beyond a page's 15 s timeout.
+    get_resolver().url_patterns  # noqa: B018
 
     # Inside Playwright's greenlet Django hands out other connection objects (its connection
     # handler is context-local); they need the serialized copy of the migrated rows too, or the

@@ -1,0 +1,338 @@
+"""Backtest of a rule-set draft (issue 19): before a draft is published, what it would have done to
+the stored messages of a period, against the rules active now. Services (request, run) and the
+figures; the matching engine is scoring.backtest (pure).
+
+It lives in monitoring because it reads every floor: messages and predictions (scoring), the
+reviewers' decisions on them (reviews) and the Wilson intervals (monitoring.stats).
+
+What it reports, for the messages received in the period that were scored:
+- **added**: messages the draft routes by rules and the active rules do not; **removed**: the reverse.
+- For each, per rule (the hits that make the difference; a message hit by two rules counts under
+  both) and per claim type: how many; how many the model flagged or the QA sample took anyway (they
+  are in the review queue whatever the rules say: an added rule adds nothing there); how many were
+  reviewed and how (claim, of the rule's type or another; not a claim), with the share of claims
+  and its Wilson interval as a precision estimate. Only messages that reached review have a
+  decision, so for added messages the estimate rests on those the model flagged or the QA sample
+  took: read it with its n.
+- The queue: routed messages per day in the period, and the expected change per day (added
+  messages that would be new to the queue minus removed ones that would leave it).
+- A sample of newly matched messages with the match underlined.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from monitoring import stats
+from monitoring.selectors.decisions import effective_decisions
+from reviews.roles import Role, has_role
+from scoring.backtest import Change, ScanCounts, rule_diff, scan
+from scoring.constants import RouteReason
+from scoring.errors import RuleSetError
+from scoring.models import Message, RuleSet, RuleSetBacktest, RuleSetDraft
+from scoring.rules import RuleSpec
+from scoring.selectors import active_rule_set, rule_spec_of, rules_of
+from scoring.services.rule_sets import draft_rules
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_DAYS = 30
+MAX_DAYS = 365
+CHUNK = 5_000  # messages read per round trip, and between two progress updates
+SAMPLE_SIZE = 20
+SNIPPET_CHARS = 120
+IN_QUEUE_ANYWAY = "flagged or QA sample"
+
+
+def draft_specs(draft: RuleSetDraft) -> list[RuleSpec]:
+    """The enabled rules of a draft as the engine sees them (version 0: not published)."""
+    return [
+        RuleSpec(
+            rule_id=-(index + 1),
+            code=rule.code,
+            rule_set_version=0,
+            claim_type=rule.claim_type,
+            pattern=rule.pattern,
+            context_terms=tuple(rule.context_terms),
+            context_window=rule.context_window,
+            negation_guard=rule.negation_guard,
+        )
+        for index, rule in enumerate(draft_rules(draft))
+        if rule.enabled
+    ]
+
+
+def set_specs(rule_set: RuleSet) -> list[RuleSpec]:
+    return [rule_spec_of(rule, rule_set.version) for rule in rules_of(rule_set) if rule.enabled]
+
+
+def _backtest_create(*, draft: RuleSetDraft, days: int, user=None) -> RuleSetBacktest:
+    if draft.published_id is not None:
+        raise RuleSetError(f"Draft #{draft.pk} is published already.")
+    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
+        raise RuleSetError(f"The period must be a whole number of days from 1 to {MAX_DAYS}.")
+    active = active_rule_set()
+    if active is None:
+        raise RuleSetError("No rule set is active: there is nothing to compare the draft with.")
+    now = timezone.now()
+    return RuleSetBacktest.objects.create(
+        draft=draft,
+        active=active,
+        days=days,
+        since=now - timedelta(days=days),
+        until=now,
+        requested_by=user if user is not None and user.pk else None,
+    )
+
+
+def rule_backtest_request(*, draft: RuleSetDraft, user, days: int = DEFAULT_DAYS) -> RuleSetBacktest:
+    """Record a pending backtest of `draft` over the last `days` days against the active rules,
+    and queue it on the default queue after commit. Refused (RuleSetError, nothing written) for a
+    user who is not a compliance admin, a published draft, a bad period or no active rule set."""
+    if not has_role(user, Role.COMPLIANCE_ADMIN):
+        raise RuleSetError("Only a compliance admin can backtest rule sets.")
+    with transaction.atomic():
+        backtest = _backtest_create(draft=draft, days=days, user=user)
+
+        def publish() -> None:
+            from monitoring.tasks import run_rule_backtest
+
+            try:
+                run_rule_backtest.apply_async(args=[backtest.pk], retry=False)
+            except Exception as exc:
+                logger.warning("broker unavailable, backtest %s stays pending: %s", backtest.pk, exc)
+
+        transaction.on_commit(publish)
+    return backtest
+
+
+def rule_backtest_now(*, draft: RuleSetDraft, days: int = DEFAULT_DAYS) -> RuleSetBacktest:
+    """Record a backtest and compute it in this process (manage.py backtest_rules: whoever runs a
+    management command already holds the deployment). Same refusals as a request, role aside."""
+    backtest = _backtest_create(draft=draft, days=days)
+    return rule_backtest_run(backtest_id=backtest.pk)
+
+
+def rule_backtest_run(*, backtest_id: int) -> RuleSetBacktest:
+    """Compute a pending (or re-delivered running) backtest and store its results; a failure is
+    stored with its reason; a finished backtest is left as it is (running it twice is harmless).
+    `processed` of `total` is updated after every chunk of messages, for the progress bar."""
+    claimed = RuleSetBacktest.objects.filter(
+        pk=backtest_id, status__in=[RuleSetBacktest.Status.PENDING, RuleSetBacktest.Status.RUNNING]
+    ).update(status=RuleSetBacktest.Status.RUNNING, started_at=timezone.now(), processed=0)
+    backtest = RuleSetBacktest.objects.select_related("draft", "active").get(pk=backtest_id)
+    if not claimed:
+        return backtest
+
+    def progress(processed: int, total: int) -> None:
+        RuleSetBacktest.objects.filter(pk=backtest_id).update(processed=processed, total=total)
+
+    try:
+        results = backtest_compute(
+            active=set_specs(backtest.active),
+            draft=draft_specs(backtest.draft),
+            since=backtest.since,
+            until=backtest.until,
+            progress=progress,
+        )
+    except Exception as exc:
+        logger.exception("backtest %s failed", backtest_id)
+        backtest.status, backtest.error = RuleSetBacktest.Status.FAILED, f"{type(exc).__name__}: {exc}"
+    else:
+        backtest.status, backtest.results = RuleSetBacktest.Status.DONE, results
+        backtest.processed = backtest.total = results["messages"]
+    backtest.finished_at = timezone.now()
+    backtest.save(update_fields=["status", "error", "results", "processed", "total", "finished_at"])
+    return backtest
+
+
+# --- The computation ---------------------------------------------------------------------------------
+
+
+def _chunks(rows: Iterator[tuple[int, str]], size: int) -> Iterator[list[tuple[int, str]]]:
+    chunk: list[tuple[int, str]] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _segments_of(ids: list[int]) -> dict[int, Any]:
+    return dict(Message.objects.filter(pk__in=ids).values_list("id", "routing_prediction__segments"))
+
+
+def _in_period(since: datetime, until: datetime):
+    return Message.objects.filter(
+        received_at__gte=since, received_at__lt=until, routing_prediction__isnull=False
+    )
+
+
+def backtest_compute(
+    *,
+    active: list[RuleSpec],
+    draft: list[RuleSpec],
+    since: datetime,
+    until: datetime,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Every figure of the backtest (module docstring) as JSON-safe data."""
+    started = timezone.now()
+    diff = rule_diff(active, draft)
+    messages = _in_period(since, until)
+    total = messages.count()
+    counts = ScanCounts()
+    changes: list[Change] = []
+    if diff.active_only or diff.draft_only:
+        rows = messages.order_by("id").values_list("id", "body").iterator(chunk_size=CHUNK)
+        for chunk in _chunks(rows, CHUNK):
+            changes += scan(chunk, diff, segments_of=_segments_of, counts=counts)
+            if progress is not None:
+                progress(counts.messages, total)
+    else:
+        counts.messages = total  # nothing differs: no message can route differently
+    days = max((until - since).total_seconds() / 86_400, 1e-9)
+    routed = messages.exclude(route_reason__in=["", RouteReason.CLEARED]).count()
+    result = _figures(changes, days=days)
+    result.update(
+        {
+            "messages": total,
+            "since": since.isoformat(),
+            "until": until.isoformat(),
+            "days": round(days, 2),
+            "rules": diff.changed_codes,
+            "routed_per_day": routed / days,
+            "scan": {
+                "candidates": counts.candidates,
+                "full_matches": counts.full_matches,
+                "seconds": (timezone.now() - started).total_seconds(),
+            },
+        }
+    )
+    return result
+
+
+def _message_facts(ids: list[int]) -> tuple[dict[int, dict], dict[int, dict]]:
+    """Per message: external id, received, flagged, QA sample; its counted decision, if reviewed."""
+    facts: dict[int, dict] = {}
+    decisions: dict[int, dict] = {}
+    for start in range(0, len(ids), 1000):
+        part = ids[start : start + 1000]
+        for row in Message.objects.filter(pk__in=part).values(
+            "id", "external_id", "received_at", "is_qa_sample", flagged=F("routing_prediction__flagged")
+        ):
+            facts[row["id"]] = row
+        for row in (
+            effective_decisions()
+            .filter(message_id__in=part)
+            .order_by("sequence")
+            .values("message_id", "verdict", "claim_type__code")
+        ):
+            decisions[row["message_id"]] = row  # the latest counted decision wins
+    return facts, decisions
+
+
+class _Group:
+    """Counts of one (kind, rule or claim type) group."""
+
+    def __init__(self) -> None:
+        self.messages = 0
+        self.in_queue_anyway = 0
+        self.flagged = 0
+        self.reviewed = 0
+        self.claims = 0
+        self.claims_of_type = 0
+
+    def add(self, fact: dict, decision: dict | None, claim_type: str) -> None:
+        self.messages += 1
+        self.flagged += bool(fact["flagged"])
+        self.in_queue_anyway += bool(fact["flagged"] or fact["is_qa_sample"])
+        if decision is not None:
+            self.reviewed += 1
+            if decision["verdict"] == "claim":
+                self.claims += 1
+                self.claims_of_type += decision["claim_type__code"] == claim_type
+
+    def as_dict(self) -> dict:
+        return {
+            "messages": self.messages,
+            "flagged": self.flagged,
+            "in_queue_anyway": self.in_queue_anyway,
+            "queue_effect": self.messages - self.in_queue_anyway,
+            "reviewed": self.reviewed,
+            "claims": self.claims,
+            "claims_of_type": self.claims_of_type,
+            "not_claims": self.reviewed - self.claims,
+            "precision": stats.rate(self.claims, self.reviewed).as_dict(),
+        }
+
+
+def _snippet(body: str, start: int, end: int) -> dict[str, str]:
+    lo, hi = max(0, start - SNIPPET_CHARS), min(len(body), end + SNIPPET_CHARS)
+    return {
+        "before": ("…" if lo else "") + body[lo:start],
+        "match": body[start:end],
+        "after": body[end:hi] + ("…" if hi < len(body) else ""),
+    }
+
+
+def _sample(changes: Iterable[Change], facts: dict[int, dict]) -> list[dict]:
+    """Up to SAMPLE_SIZE added messages, spread evenly over the period (by message id)."""
+    added = sorted((c for c in changes if c.kind == "added"), key=lambda c: c.message_id)
+    chosen = added[:: max(1, len(added) // SAMPLE_SIZE)][:SAMPLE_SIZE]
+    bodies = dict(Message.objects.filter(pk__in=[c.message_id for c in chosen]).values_list("id", "body"))
+    sample = []
+    for change in chosen:
+        fact, hit = facts[change.message_id], change.hits[0]
+        sample.append(
+            {
+                "message_id": change.message_id,
+                "external_id": fact["external_id"],
+                "received_at": fact["received_at"].isoformat(),
+                "flagged": bool(fact["flagged"]),
+                "rules": sorted({h.code for h in change.hits}),
+                "claim_type": hit.claim_type,
+                **_snippet(bodies[change.message_id], hit.start, hit.end),
+            }
+        )
+    return sample
+
+
+def _figures(changes: list[Change], *, days: float) -> dict[str, Any]:
+    facts, decisions = _message_facts([c.message_id for c in changes])
+    by_rule: dict[tuple[str, str, str], _Group] = defaultdict(_Group)
+    by_type: dict[tuple[str, str], _Group] = defaultdict(_Group)
+    totals: dict[str, _Group] = defaultdict(_Group)
+    for change in changes:
+        fact, decision = facts[change.message_id], decisions.get(change.message_id)
+        types = sorted({h.claim_type for h in change.hits})
+        totals[change.kind].add(fact, decision, types[0])
+        for code, claim_type in sorted({(h.code, h.claim_type) for h in change.hits}):
+            by_rule[(change.kind, code, claim_type)].add(fact, decision, claim_type)
+        for claim_type in types:
+            by_type[(change.kind, claim_type)].add(fact, decision, claim_type)
+    added, removed = totals["added"].as_dict(), totals["removed"].as_dict()
+    return {
+        "added": added,
+        "removed": removed,
+        "queue_change_per_day": (added["queue_effect"] - removed["queue_effect"]) / days,
+        "by_rule": [
+            {"kind": kind, "rule": code, "claim_type": claim_type, **group.as_dict()}
+            for (kind, code, claim_type), group in sorted(by_rule.items())
+        ],
+        "by_claim_type": [
+            {"kind": kind, "claim_type": claim_type, **group.as_dict()}
+            for (kind, claim_type), group in sorted(by_type.items())
+        ],
+        "sample": _sample(changes, facts),
+    }

@@ -1,0 +1,273 @@
+"""Rule-set drafts backtested before they are published (issue 19): the figures on a seeded
+database (a new rule with the negation guard, a context rule, a dropped rule, routing parts, the
+period), the task, the command, the two-step publish, and the draft page."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+from django.utils import timezone
+
+from monitoring.backtest import rule_backtest_request, rule_backtest_run
+from scoring.errors import RuleSetError
+from scoring.models import RuleSet, RuleSetBacktest
+from scoring.selectors import clear_compiled_rules_cache
+from scoring.services.rule_sets import (
+    RuleDraft,
+    rule_set_draft_create,
+    rule_set_draft_publish,
+    rule_set_publish,
+)
+from tests.monitoring.conftest import decide, routed
+
+pytestmark = pytest.mark.django_db
+
+MOON = RuleDraft(code="PF-900", claim_type="performance_forecast", pattern=r"\bto\s+the\s+moon\b")
+BULLETPROOF = RuleDraft(
+    code="RF-900", claim_type="risk_free", pattern=r"\bbulletproof\b", context_terms=("principal", "capital")
+)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rule_cache():
+    clear_compiled_rules_cache()
+    yield
+    clear_compiled_rules_cache()
+
+
+@pytest.fixture
+def staff_admin(admin_user):
+    admin_user.is_staff = True
+    admin_user.save(update_fields=["is_staff"])
+    return admin_user
+
+
+@pytest.fixture
+def draft(staff_admin):
+    """The seeded active set (v2) plus a forecast rule and a context rule, minus GR-004."""
+    active = RuleSet.objects.get(is_active=True)
+    return rule_set_draft_create(
+        base=active,
+        user=staff_admin,
+        note="moon talk and bulletproof capital",
+        add=[MOON, BULLETPROOF],
+        remove=["GR-004"],
+    )
+
+
+@pytest.fixture
+def stored(version, reviewer):
+    """Messages of the last 30 days (and one older), scored by `version` (threshold 0.5)."""
+    now = timezone.now()
+    at = now - timedelta(days=3)
+    quoted_body = "Thanks, noted.\n\n> On Monday you wrote:\n> This coin is going to the moon."
+    messages = {
+        "moon": routed(
+            version,
+            received_at=at,
+            score=0.1,
+            route="cleared",
+            body="This coin is going to the moon, trust me.",
+        ),
+        "negated": routed(
+            version, received_at=at, score=0.1, route="cleared", body="We never said it goes to the moon."
+        ),
+        "principal": routed(
+            version, received_at=at, score=0.1, route="cleared", body="Your principal is bulletproof with us."
+        ),
+        "door": routed(
+            version, received_at=at, score=0.1, route="cleared", body="The new office door is bulletproof."
+        ),
+        "flagged": routed(
+            version, received_at=at, score=0.9, body="Our token is headed to the moon this year."
+        ),
+        "assured": routed(
+            version, received_at=at, score=0.1, route="rule_hit", body="You get assured income with us."
+        ),
+        "old": routed(
+            version,
+            received_at=now - timedelta(days=40),
+            score=0.1,
+            route="cleared",
+            body="Straight to the moon.",
+        ),
+        "quoted": routed(version, received_at=at, score=0.1, route="cleared", body=quoted_body),
+    }
+    quoted = messages["quoted"].routing_prediction
+    quoted.segments = [
+        {"kind": "body", "start": 0, "end": 14, "routes": True},
+        {"kind": "quoted", "start": 16, "end": len(quoted_body), "routes": False},
+    ]
+    quoted.save(update_fields=["segments"])
+    decide(
+        messages["flagged"],
+        verdict="claim",
+        claim_code="performance_forecast",
+        at=now - timedelta(days=2),
+        reviewer=reviewer,
+    )
+    decide(messages["assured"], verdict="no_claim", at=now - timedelta(days=2), reviewer=reviewer)
+    return messages
+
+
+@pytest.fixture
+def version():
+    from tests.factories import ModelVersionFactory
+
+    return ModelVersionFactory(threshold=0.5, is_active=True)
+
+
+def test_the_backtest_counts_what_the_draft_routes_differently_per_rule_with_how_reviewers_decided(
+    draft, stored, staff_admin
+):
+    backtest = rule_backtest_request(draft=draft, user=staff_admin, days=30)
+    backtest = rule_backtest_run(backtest_id=backtest.pk)
+
+    assert backtest.status == "done", backtest.error
+    r = backtest.results
+    assert r["messages"] == 7  # the 40-day-old message is outside the period
+    assert r["rules"] == {"added": ["PF-900", "RF-900"], "removed": ["GR-004"], "changed": []}
+    # added: moon (new to the queue), principal (context term), flagged (the model routed it anyway);
+    # not the negated one, the door without context, nor the moon in quoted history
+    assert (r["added"]["messages"], r["added"]["flagged"], r["added"]["queue_effect"]) == (3, 1, 2)
+    assert (r["added"]["reviewed"], r["added"]["precision"]["successes"]) == (1, 1)
+    by_rule = {(g["kind"], g["rule"]): g for g in r["by_rule"]}
+    assert by_rule[("added", "PF-900")]["messages"] == 2 and by_rule[("added", "RF-900")]["messages"] == 1
+    assert (
+        by_rule[("added", "PF-900")]["precision"]["n"] == 1
+        and by_rule[("added", "PF-900")]["claims_of_type"] == 1
+    )
+    # removed: the message only GR-004 routed, which a reviewer judged not a claim
+    removed = by_rule[("removed", "GR-004")]
+    assert (removed["messages"], removed["reviewed"], removed["claims"], removed["queue_effect"]) == (
+        1,
+        1,
+        0,
+        1,
+    )
+    assert r["queue_change_per_day"] == pytest.approx((2 - 1) / 30, rel=1e-3)
+    assert {s["match"] for s in r["sample"]} == {"to the moon", "bulletproof"}
+    moon = next(s for s in r["sample"] if s["external_id"] == stored["moon"].external_id)
+    assert moon["before"] + moon["match"] + moon["after"] == stored["moon"].body
+    assert r["scan"]["candidates"] < r["messages"]
+    assert (backtest.processed, backtest.total) == (7, 7)
+
+
+def test_running_a_finished_backtest_again_changes_nothing(draft, stored, staff_admin):
+    backtest = rule_backtest_request(draft=draft, user=staff_admin, days=30)
+    first = rule_backtest_run(backtest_id=backtest.pk)
+    again = rule_backtest_run(backtest_id=backtest.pk)
+    assert again.results == first.results and again.finished_at == first.finished_at
+
+
+def test_a_draft_is_published_only_on_a_finished_backtest_against_the_active_version(
+    draft, stored, staff_admin
+):
+    backtest = rule_backtest_request(draft=draft, user=staff_admin, days=30)
+    with pytest.raises(RuleSetError, match="finished backtest"):
+        rule_set_draft_publish(draft=draft, backtest=backtest, user=staff_admin)
+    rule_backtest_run(backtest_id=backtest.pk)
+    backtest.refresh_from_db()
+
+    published = rule_set_draft_publish(draft=draft, backtest=backtest, user=staff_admin, note="on backtest")
+
+    assert published.is_active and published.backtest == backtest
+    assert set(published.rules.values_list("code", flat=True)) >= {"PF-900", "RF-900"}
+    assert not published.rules.filter(code="GR-004").exists()
+    draft.refresh_from_db()
+    assert draft.published == published
+    with pytest.raises(RuleSetError, match="already published"):
+        rule_set_draft_publish(draft=draft, backtest=backtest, user=staff_admin)
+
+
+def test_a_backtest_against_a_version_no_longer_active_cannot_be_published(draft, stored, staff_admin):
+    backtest = rule_backtest_run(backtest_id=rule_backtest_request(draft=draft, user=staff_admin, days=30).pk)
+    rule_set_publish(base=draft.base, user=staff_admin, note="someone else's edit", remove=["RE-003"])
+
+    with pytest.raises(RuleSetError, match="run the backtest again"):
+        rule_set_draft_publish(draft=draft, backtest=backtest, user=staff_admin)
+    assert not RuleSet.objects.filter(backtest=backtest).exists()
+
+
+def test_only_a_compliance_admin_drafts_or_backtests(draft, reviewer):
+    with pytest.raises(RuleSetError, match="compliance admin"):
+        rule_set_draft_create(base=draft.base, user=reviewer, note="x", add=[MOON])
+    with pytest.raises(RuleSetError, match="compliance admin"):
+        rule_backtest_request(draft=draft, user=reviewer)
+
+
+@pytest.mark.parametrize("days", [0, 366, True])
+def test_a_bad_period_is_refused_and_nothing_is_written(draft, staff_admin, days):
+    with pytest.raises(RuleSetError, match="whole number of days"):
+        rule_backtest_request(draft=draft, user=staff_admin, days=days)
+    assert not RuleSetBacktest.objects.exists()
+
+
+def test_the_command_prints_the_same_figures(draft, stored):
+    out = io.StringIO()
+    call_command("backtest_rules", "--draft", str(draft.pk), "--days", "30", "--json", stdout=out)
+    report = json.loads(out.getvalue())
+
+    stored_backtest = RuleSetBacktest.objects.get(pk=report["backtest"])
+    assert report["added"] == stored_backtest.results["added"] and report["added"]["messages"] == 3
+    text = io.StringIO()
+    call_command("backtest_rules", "--draft", str(draft.pk), stdout=text)
+    assert "The draft routes, the active rules do not: 3" in text.getvalue()
+
+
+def test_the_command_refuses_an_unknown_draft():
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="no rule-set draft #999"):
+        call_command("backtest_rules", "--draft", "999")
+
+
+def test_the_draft_page_requests_a_backtest_shows_progress_then_the_results_and_publishes(
+    client, draft, stored, staff_admin, django_capture_on_commit_callbacks
+):
+    client.force_login(staff_admin)
+    page = reverse("monitoring:rule_draft", args=[draft.pk])
+    assert "PF-900" in client.get(page).content.decode()
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = client.post(reverse("monitoring:rule_draft_backtest", args=[draft.pk]), {"days": "30"})
+    assert response.status_code == 302 and len(callbacks) == 1
+    backtest = RuleSetBacktest.objects.get()
+    html = client.get(page).content.decode()
+    assert 'hx-trigger="every 1s"' in html and "Waiting for a worker" in html
+    assert 'id="publish-form"' not in html
+
+    rule_backtest_run(backtest_id=backtest.pk)
+    progress = client.get(reverse("monitoring:backtest_progress", args=[backtest.pk]), HTTP_HX_REQUEST="true")
+    assert progress.headers["HX-Refresh"] == "true"
+    html = client.get(page).content.decode()
+    assert '<mark class="rule">to the moon</mark>' in html
+    assert "+0.0 a day" in html and 'id="publish-form"' in html
+
+    response = client.post(
+        reverse("monitoring:rule_draft_publish", args=[draft.pk]), {"backtest": backtest.pk, "note": "go"}
+    )
+    assert response.status_code == 302
+    published = RuleSet.objects.get(is_active=True)
+    assert published.backtest == backtest
+    admin_page = client.get(reverse("admin:scoring_ruleset_change", args=[published.pk])).content.decode()
+    assert f"draft #{draft.pk}, backtest #{backtest.pk}" in admin_page
+
+
+def test_the_rule_benchmark_times_the_backtest_on_seeded_messages_and_leaves_nothing_behind():
+    from scoring.models import Message
+
+    out = io.StringIO()
+    call_command("bench_rules", "--n", "2", "--lengths", "300", "--backtest", "60", "--json", stdout=out)
+
+    report = json.loads(out.getvalue())["backtest"]
+    assert report["messages"] == 60
+    for name in ("draft_few", "draft_all"):
+        assert report[name]["scanned"] == 60 and report[name]["seconds"] >= 0
+    assert report["draft_all"]["candidates"] >= report["draft_few"]["candidates"]
+    assert not Message.objects.exists() and not RuleSetBacktest.objects.exists()
