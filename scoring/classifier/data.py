@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,6 +188,33 @@ def message_examples(row: dict, windows: Sequence[Window]) -> MessageExamples:
         fixed=[Example((w.input_ids,), target) for w in positive],
         optional=[Example((w.input_ids,), 0) for w in neutral],
     )
+
+
+_SPACES = re.compile(r"[ \t]{2,}")
+
+
+def erase_rationales(row: dict) -> dict | None:
+    """A claim's counterfactual: the same message with its claim phrases (rationale spans) deleted,
+    labelled no_claim. What is left (the greeting, the product, the figures, the signature) is
+    the context of the claim, not the claim: training on it teaches that a claim lives in its
+    words, not in the finance vocabulary and numbers around them. None when the row is not a claim
+    with rationales, or nothing but the claim is left."""
+    if row["label"] != 1 or not row["rationales"]:
+        return None
+    body = row["body"]
+    for start, end in sorted(row["rationales"], reverse=True):
+        body = body[:start] + body[end:]
+    body = _SPACES.sub(" ", body)
+    if len(re.findall(r"\w+", body)) < 3:
+        return None
+    return {
+        **row,
+        "id": f"{row['id']}:erased",
+        "body": body,
+        "label": 0,
+        "claim_type": NO_CLAIM,
+        "rationales": [],
+    }
 
 
 def build_message_examples(

@@ -46,6 +46,7 @@ from scoring.classifier.data import (
     build_message_examples,
     corpus_sha256,
     epoch_examples,
+    erase_rationales,
     file_sha256,
     read_rows,
 )
@@ -85,6 +86,7 @@ class TrainConfig:
     window_tokens: int = 128
     stride: int = 64
     negatives_per_message: int = 2
+    erase_rationales: bool = False  # also train on each claim with its claim phrases deleted, as no_claim
     target_recall: float = DEFAULT_TARGET_RECALL
     freeze_layers: int = 3  # embeddings and the lowest N encoder layers frozen (0: none, full fine-tuning)
     cache_frozen: bool = True  # compute the frozen layers once per window (frozen.py)
@@ -386,6 +388,8 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
     config = _with_frozen_layers_that_fit(config, model.config.num_hidden_layers)
     model.to(device)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    if config.erase_rationales:
+        train_rows = train_rows + [e for r in train_rows if (e := erase_rationales(r)) is not None]
     messages = build_message_examples(
         tokenizer,
         train_rows,

@@ -63,6 +63,17 @@ class Command(BaseCommand):
         )
         parser.add_argument("--label-smoothing", type=float, default=DEFAULTS.label_smoothing)
         parser.add_argument(
+            "--negatives-per-message",
+            type=int,
+            default=DEFAULTS.negatives_per_message,
+            help="Neutral windows of a long message drawn per epoch (a large number: all of them).",
+        )
+        parser.add_argument(
+            "--erase-rationales",
+            action="store_true",
+            help="Also train on every claim with its claim phrases deleted, as no_claim (data.erase_rationales).",
+        )
+        parser.add_argument(
             "--no-calibration",
             action="store_true",
             help="No temperature scaling (scores as the model gives).",
@@ -88,6 +99,11 @@ class Command(BaseCommand):
                 pooling=options["pooling"],
                 units=options["units"],
                 label_smoothing=options["label_smoothing"],
+            )
+            config = replace(
+                config,
+                negatives_per_message=options["negatives_per_message"],
+                erase_rationales=options["erase_rationales"],
             )
             if options["no_calibration"]:
                 config = replace(config, calibrate=False)

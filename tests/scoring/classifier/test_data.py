@@ -9,6 +9,7 @@ from scoring.classifier.data import (
     Example,
     bucketed_batches,
     epoch_examples,
+    erase_rationales,
     message_examples,
     read_rows,
 )
@@ -170,3 +171,31 @@ def test_bucketed_batches_group_similar_lengths_and_keep_every_example():
     for batch in batches:
         lengths = [e.length for e in batch]
         assert max(lengths) - min(lengths) < 10
+
+
+def claim_row(body: str, *phrases: str) -> dict:
+    spans = [[body.index(p), body.index(p) + len(p)] for p in phrases]
+    return {"id": "c1", "body": body, "label": 1, "claim_type": "risk_free", "rationales": spans}
+
+
+def test_a_claim_with_its_claim_phrases_erased_is_its_no_claim_counterfactual():
+    row = claim_row(
+        "Hi Ann, about the Silverline fund at 6%: our fund is different. The payouts are certain. Best, Bob",
+        "our fund is different.",
+        "The payouts are certain.",
+    )
+
+    erased = erase_rationales(row)
+
+    assert erased["label"] == 0 and erased["claim_type"] == "no_claim" and erased["rationales"] == []
+    assert "certain" not in erased["body"] and "different" not in erased["body"]
+    assert erased["body"] == "Hi Ann, about the Silverline fund at 6%: Best, Bob"
+    assert erased["id"] == "c1:erased" and row["label"] == 1  # the claim itself is untouched
+
+
+def test_nothing_is_erased_from_a_non_claim_a_claim_without_rationale_or_a_bare_claim():
+    bare = claim_row("You cannot lose a penny, ok?", "You cannot lose a penny")
+
+    assert erase_rationales({**bare, "label": 0, "claim_type": "no_claim", "rationales": []}) is None
+    assert erase_rationales({**bare, "rationales": []}) is None
+    assert erase_rationales(bare) is None  # "ok?" alone is no message to learn from
