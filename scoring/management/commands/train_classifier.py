@@ -71,7 +71,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--erase-rationales",
             action="store_true",
-            help="Also train on every claim with its claim phrases deleted, as no_claim (data.erase_rationales).",
+            help="Also train on every claim with its claim phrases deleted, as no_claim.",
         )
         parser.add_argument(
             "--no-calibration",

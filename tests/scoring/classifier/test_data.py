@@ -173,13 +173,13 @@ def test_bucketed_batches_group_similar_lengths_and_keep_every_example():
         assert max(lengths) - min(lengths) < 10
 
 
-def claim_row(body: str, *phrases: str) -> dict:
+def claim_with_phrases(body: str, *phrases: str) -> dict:
     spans = [[body.index(p), body.index(p) + len(p)] for p in phrases]
     return {"id": "c1", "body": body, "label": 1, "claim_type": "risk_free", "rationales": spans}
 
 
 def test_a_claim_with_its_claim_phrases_erased_is_its_no_claim_counterfactual():
-    row = claim_row(
+    row = claim_with_phrases(
         "Hi Ann, about the Silverline fund at 6%: our fund is different. The payouts are certain. Best, Bob",
         "our fund is different.",
         "The payouts are certain.",
@@ -194,7 +194,7 @@ def test_a_claim_with_its_claim_phrases_erased_is_its_no_claim_counterfactual():
 
 
 def test_nothing_is_erased_from_a_non_claim_a_claim_without_rationale_or_a_bare_claim():
-    bare = claim_row("You cannot lose a penny, ok?", "You cannot lose a penny")
+    bare = claim_with_phrases("You cannot lose a penny, ok?", "You cannot lose a penny")
 
     assert erase_rationales({**bare, "label": 0, "claim_type": "no_claim", "rationales": []}) is None
     assert erase_rationales({**bare, "rationales": []}) is None
