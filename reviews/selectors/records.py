@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db.models import F, OuterRef, Q, QuerySet, Subquery
@@ -13,7 +14,7 @@ from django.db.models.functions import Substr
 from django.utils import timezone
 
 from reviews.constants import BODY_PREVIEW_CHARS, Agreement
-from reviews.hashing import HASHED_FIELDS, ChainReport, chain_verify
+from reviews.hashing import HASHED_FIELDS
 from reviews.models import DoubleReview, ReviewDecision, Verdict
 from reviews.pagination import (
     PAGE_SIZE,
