@@ -329,7 +329,14 @@ def simulate(
                 # Drawn for a blind second review: another simulated reviewer takes it later.
                 delay = timedelta(hours=second_rng.uniform(*REVIEW_DELAY_HOURS))
                 pending.append(
-                    _Pending(at + delay, item.message_id, item.label, item.claim_type, reviewer.pk)
+                    _Pending(
+                        at + delay,
+                        item.message_id,
+                        item.label,
+                        item.claim_type,
+                        item.received_at,
+                        first_reviewer_id=reviewer.pk,
+                    )
                 )
                 report.second_reviews += 1
 

@@ -336,6 +336,7 @@ def test_with_debug_off_the_checkpoint_key_is_required_and_must_be_a_secret_of_i
 ):
     monkeypatch.setenv("DEBUG", "0")
     monkeypatch.setenv("SECRET_KEY", "s" * 60)
+    monkeypatch.setenv("QA_SAMPLE_SALT", "q" * 60)
     if key is None:
         monkeypatch.delenv("AUDIT_CHECKPOINT_KEY", raising=False)
     else:
@@ -347,5 +348,6 @@ def test_with_debug_off_the_checkpoint_key_is_required_and_must_be_a_secret_of_i
 def test_with_debug_off_a_checkpoint_key_of_its_own_is_accepted(monkeypatch):
     monkeypatch.setenv("DEBUG", "0")
     monkeypatch.setenv("SECRET_KEY", "s" * 60)
+    monkeypatch.setenv("QA_SAMPLE_SALT", "q" * 60)
     monkeypatch.setenv("AUDIT_CHECKPOINT_KEY", "k" * 40)
     assert runpy.run_path(str(SETTINGS_FILE))["AUDIT_CHECKPOINT_KEY"] == "k" * 40

@@ -5,9 +5,9 @@ error code and stores nothing."""
 from __future__ import annotations
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from reviews.tokens import api_token_issue
 from scoring.models import Conversation, Message
 from scoring.sources.mailgen import AttachmentSpec
 from tests.scoring.sources.mail_fixtures import big_attachment_mail, mail, raw_mail, with_attachment, zip_bomb
@@ -20,7 +20,7 @@ URL = "/api/messages/raw/"
 @pytest.fixture
 def api(service_account):
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=service_account).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_issue(user=service_account).token}")
     return client
 
 

@@ -81,7 +81,12 @@ def test_importing_the_scoring_code_loads_no_model():
         capture_output=True,
         text=True,
         cwd=settings.BASE_DIR,
-        env={"DJANGO_SETTINGS_MODULE": "compliance_site.settings", "PATH": "/usr/bin:/bin", "HOME": "/tmp"},
+        env={
+            "DJANGO_SETTINGS_MODULE": "compliance_site.settings",
+            "DEBUG": "1",
+            "PATH": "/usr/bin:/bin",
+            "HOME": "/tmp",
+        },
         timeout=120,
         check=True,
     )
