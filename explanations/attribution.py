@@ -116,9 +116,6 @@ class ExplainedSpan:
     window_index: int
     n_windows: int
 
-    def body_offsets(self, word: Word) -> tuple[int, int]:
-        return self.start + word.start, self.start + word.end
-
 
 def widen_to_words(body: str, start: int, end: int) -> tuple[int, int]:
     """[start, end) widened so that it cuts no word of `body` (split_words) in half."""
