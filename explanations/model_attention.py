@@ -16,15 +16,8 @@ import numpy as np
 import torch
 
 from explanations.attention import attention_rollout, exclude_padding
-from explanations.attribution import (
-    ExplainedSpan,
-    eager_attention,
-    encode,
-    merge_to_words,
-    model_lock,
-    padded,
-    token_to_word,
-)
+from explanations.attribution import merge_to_words
+from explanations.model_io import ExplainedSpan, eager_attention, encode, model_lock, padded, token_to_word
 from scoring.classifier.windows import length_sorted_batches
 
 ATTENTION_NORMALISATION = (

@@ -7,24 +7,21 @@ import pytest
 import torch
 from scipy.stats import spearmanr
 
-from explanations.attribution import (
-    BFLOAT16,
-    FLOAT32,
+from explanations.attribution import BFLOAT16, FLOAT32, integrated_gradients, merge_to_words, occlusion
+from explanations.engine import MessageToExplain, explained_spans
+from explanations.faithfulness import IG_DELTA_TOLERANCE, CheckInput, batch_faithfulness_checks
+from explanations.model_attention import attention_maps
+from explanations.model_io import (
     ExplainedSpan,
     bf16_twin,
     claim_scores,
     encode,
     explained_span,
-    integrated_gradients,
-    merge_to_words,
-    occlusion,
     scorer_windows,
     token_to_word,
     widen_to_words,
 )
-from explanations.engine import MessageToExplain, explained_spans
-from explanations.faithfulness import IG_DELTA_TOLERANCE, CheckInput, batch_faithfulness_checks, split_words
-from explanations.model_attention import attention_maps
+from explanations.words import split_words
 from scoring.errors import DeviceOutOfMemory
 
 CLAIM = "Your returns are guaranteed at 8 percent every year, so sign today."
