@@ -58,7 +58,11 @@ def length_reference_ensure(*, corpus_sha256: str) -> LengthReference:
             len(row["body"]) for row in read_jsonl(path, validate=False) if row.get("split") == "train"
         ]
         if not lengths:
-            values = {"available": False, "reason": f"{path} has no train split", "corpus_path": str(path)}
+            values = {
+                "available": False,
+                "reason": f"{path.name} has no train split",
+                "corpus_path": str(path),
+            }
             break
         reference = stats.length_reference(lengths)
         values = {
