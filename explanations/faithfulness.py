@@ -4,7 +4,7 @@ Pure functions (no Django, no torch): the model enters only as `score_fn(texts) 
 claim probability for a batch of texts (pass the Scorer's batched path). Every variant text of
 every message in a batch is built first and scored in ONE call.
 
-Definitions (BRIEF.md, "Faithfulness: definitions used here"), with p the claim probability and
+Definitions (docs/explanations.md, "The faithfulness check"), with p the claim probability and
 r the top-k attributed words:
 
 - comprehensiveness = p(x) - p(x without r)    (higher is better)

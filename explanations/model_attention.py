@@ -3,7 +3,8 @@ attention rollout. torch; no Django.
 
 Eager attention is switched on for the pass (SDPA does not return weights) and switched back.
 These weights say where information flowed at one head of one layer; they are a diagnostic,
-shown apart and labelled, never an explanation (BRIEF.md, "Attention is not an explanation").
+shown apart and labelled, never an explanation (docs/explanations.md, "Why attention heat-maps
+are not explanations").
 The faithfulness report puts "attention top-k" to the same deletion test as the attributions.
 """
 
