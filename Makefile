@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # QA_SAMPLE_SALT required), so make turns DEBUG on unless the environment says otherwise.
 export DEBUG ?= 1
 
-.PHONY: run test lint format install migrate model worker beat web demo clean-var
+.PHONY: run test test-fast lint format install migrate model worker beat web demo clean-var
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 ($(PYTHON)) is required"; exit 1; }
@@ -39,6 +39,11 @@ run: model
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The development loop: everything but the browser tests and the tests that train or load the
+# real model (markers `browser` and `slow`). `make test` stays the whole suite, and is what CI runs.
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not slow and not browser" -q
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

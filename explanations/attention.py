@@ -17,7 +17,7 @@ since 2.5), and never NaN. Pass `fully_masked="raise"` to turn it into a ValueEr
 Such a row is the one case where a row does not sum to 1.
 
 These weights say where one head of one layer pulled information from; they are a diagnostic,
-not an explanation of a decision (see BRIEF.md, "Attention is not an explanation").
+not an explanation of a decision (see docs/explanations.md, "Why attention heat-maps are not explanations").
 """
 
 from __future__ import annotations

@@ -36,21 +36,11 @@ import torch
 from captum.attr import LayerIntegratedGradients
 from tqdm.auto import tqdm
 
-from explanations.attribution import (
-    AUTO,
-    FLOAT32,
-    IG_METHOD,
-    ExplainedSpan,
-    claim_probability,
-    encode,
-    ig_baseline,
-    merge_to_words,
-    resolve_precision,
-    score_fn_for,
-    token_to_word,
-)
+from explanations.agreement import spearman
+from explanations.attribution import AUTO, FLOAT32, IG_METHOD, ig_baseline, merge_to_words, resolve_precision
 from explanations.engine import INTEGRATED_GRADIENTS, MessageToExplain, explain_messages, explained_spans
-from explanations.faithfulness import FaithfulnessResult, converged, faithfulness_check, spearman
+from explanations.faithfulness import FaithfulnessResult, converged, faithfulness_check
+from explanations.model_io import ExplainedSpan, claim_probability, encode, score_fn_for, token_to_word
 from scoring.classifier.precision import hardware
 
 

@@ -49,18 +49,20 @@ def rationale_spans(row: dict) -> list[tuple[int, int]]:
 
 
 def canary_ids(corpus_path: str | Path, rows: list[dict]) -> tuple[list[str], str]:
-    """(ids, where they come from): canary.json beside the corpus, else the fallback rule."""
+    """(ids, where they come from): canary.json beside the corpus, else the fallback rule. The
+    source names files, never their server paths (it is shown on the faithfulness page)."""
     listed = Path(corpus_path).with_name(CANARY_FILE)
+    where = f"{CANARY_FILE} beside {Path(corpus_path).name}"
     if listed.is_file():
         try:
             ids = json.loads(listed.read_text(encoding="utf-8"))["ids"]
         except (ValueError, KeyError, TypeError) as exc:
-            raise CorpusUnavailable(f"{listed} has no readable list of ids: {exc}") from exc
+            raise CorpusUnavailable(f"{where} has no readable list of ids: {exc}") from exc
         known = {row["id"] for row in rows}
         missing = [i for i in ids if i not in known]
         if missing:
-            raise CorpusUnavailable(f"{listed} lists ids the corpus does not have: {missing[:5]}")
-        return list(ids), str(listed)
+            raise CorpusUnavailable(f"{where} lists ids the corpus does not have: {missing[:5]}")
+        return list(ids), where
     picked: list[str] = []
     by_type: dict[str, list[dict]] = {}
     for row in rows:

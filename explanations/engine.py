@@ -20,26 +20,18 @@ from typing import Any
 import torch
 from billiard.exceptions import SoftTimeLimitExceeded
 
-from explanations.attribution import (
-    AUTO,
-    DEFAULT_N_STEPS,
+from explanations.agreement import rule_agreement
+from explanations.attribution import AUTO, DEFAULT_N_STEPS, WordAttribution, integrated_gradients, occlusion
+from explanations.faithfulness import CheckInput, FaithfulnessResult, batch_faithfulness_checks
+from explanations.model_attention import AttentionMaps, attention_maps
+from explanations.model_io import (
     ExplainedSpan,
     ExplanationError,
-    WordAttribution,
     best_windows,
     explained_span,
-    integrated_gradients,
-    occlusion,
     score_fn_for,
     scorer_windows,
 )
-from explanations.faithfulness import (
-    CheckInput,
-    FaithfulnessResult,
-    batch_faithfulness_checks,
-    rule_agreement,
-)
-from explanations.model_attention import AttentionMaps, attention_maps
 from scoring.classifier.device_check import is_device_failure
 from scoring.errors import DeviceFailed, DeviceOutOfMemory
 
@@ -220,7 +212,7 @@ def explain_messages(
     """Explain every message with every method, batched across messages (module docstring).
     `n_steps`, `doublings` and `precision`: IG's (attribution.integrated_gradients); `ig_budget`:
     its tokens_per_forward / tokens_per_call (defaults: attribution's). `score_fn` defaults to the
-    Scorer's claim scores (attribution.claim_scores)."""
+    Scorer's claim scores (model_io.claim_scores)."""
     score_fn = score_fn or score_fn_for(scorer)
     ig = {"n_steps": n_steps, "doublings": doublings, "precision": precision, **(ig_budget or {})}
     spans = explained_spans(scorer, items)

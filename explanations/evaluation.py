@@ -24,13 +24,8 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from explanations.attribution import (
-    AUTO,
-    ExplainedSpan,
-    integrated_gradients,
-    occlusion,
-    score_fn_for,
-)
+from explanations.agreement import spearman, token_f1
+from explanations.attribution import AUTO, integrated_gradients, occlusion
 from explanations.corpus import rationale_spans
 from explanations.engine import MessageToExplain, explain_messages, explained_spans
 from explanations.faithfulness import (
@@ -39,13 +34,12 @@ from explanations.faithfulness import (
     CheckInput,
     FaithfulnessResult,
     batch_faithfulness_checks,
-    delete_words,
     k_for,
-    spearman,
-    token_f1,
     top_k,
 )
 from explanations.model_attention import attention_maps
+from explanations.model_io import ExplainedSpan, score_fn_for
+from explanations.words import delete_words
 
 INTEGRATED_GRADIENTS = "integrated_gradients"
 OCCLUSION = "occlusion"

@@ -4,7 +4,7 @@ Pure functions (no Django, no torch): the model enters only as `score_fn(texts) 
 claim probability for a batch of texts (pass the Scorer's batched path). Every variant text of
 every message in a batch is built first and scored in ONE call.
 
-Definitions (BRIEF.md, "Faithfulness: definitions used here"), with p the claim probability and
+Definitions (docs/explanations.md, "The faithfulness check"), with p the claim probability and
 r the top-k attributed words:
 
 - comprehensiveness = p(x) - p(x without r)    (higher is better)
@@ -20,18 +20,21 @@ empty text when every word is deleted (a one-word message).
 
 k rule: k = ceil(20 % of the words), at least 1, at most 10 (K_PERCENT, K_MIN, K_MAX).
 Pass rule: `passes()` below and its PASS_RULE text; nothing else decides "passed".
+
+What a word is and how words are deleted: explanations.words. How the top words compare with
+other evidence (rule hits, rationales, another version): explanations.agreement.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
-from scipy import stats
+
+from explanations.words import Word, delete_words, keep_only
 
 # --- the k rule -------------------------------------------------------------------------------
 # An attribution "adds up" (IG's completeness) when |sum(attributions) - (F(x) - F(baseline))|
@@ -67,81 +70,6 @@ ScoreFn = Callable[[list[str]], Sequence[float]]
 def passes(*, flipped: bool, comprehensiveness: float, random_baseline: float) -> bool:
     """THE definition of a passed check (see PASS_RULE)."""
     return bool(flipped) or comprehensiveness >= random_baseline + PASS_MARGIN - 1e-12
-
-
-# --- words ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Word:
-    """A word of a text with its character span [start, end)."""
-
-    text: str
-    start: int
-    end: int
-
-
-# A word: letters/digits with inner apostrophes or hyphens ("can't", "risk-free"), numbers with
-# inner separators ("1,000.50"), an optional leading currency sign and trailing percent sign
-# ("$200", "8%"). Other punctuation is not part of a word, so deleting a word leaves it.
-_WORD = re.compile(r"[$£€]?\w+(?:(?:['\u2019\-]|(?<=\d)[.,](?=\d))\w+)*%?")
-
-
-def split_words(text: str) -> list[Word]:
-    """The words of `text` with character offsets (see _WORD for what a word is)."""
-    return [Word(m.group(), m.start(), m.end()) for m in _WORD.finditer(text)]
-
-
-def _check_words(text: str, words: Sequence[Word]) -> None:
-    previous_end = 0
-    for i, word in enumerate(words):
-        if not (previous_end <= word.start < word.end <= len(text)):
-            raise ValueError(
-                f"word {i} ({word.text!r}, {word.start}-{word.end}) is out of order or outside the text"
-            )
-        previous_end = word.end
-
-
-def _indices(selected: Iterable[int], n: int) -> set[int]:
-    chosen = {int(i) for i in selected}
-    if any(i < 0 or i >= n for i in chosen):
-        raise ValueError(f"word index out of range 0..{n - 1}")
-    return chosen
-
-
-def delete_words(text: str, words: Sequence[Word], remove_idx: Iterable[int]) -> str:
-    """`text` without the chosen words, re-joined so it can be re-tokenised.
-
-    Each deleted word takes the whitespace that follows it with it; a deleted stretch that is
-    followed by punctuation or the end of the text takes the whitespace before it instead
-    ("is guaranteed today." minus "today" is "is guaranteed."). Punctuation stays."""
-    _check_words(text, words)
-    remove = _indices(remove_idx, len(words))
-    spans: list[list[int]] = []
-    for i in sorted(remove):
-        start, end = words[i].start, words[i].end
-        while end < len(text) and text[end].isspace():
-            end += 1
-        if spans and start <= spans[-1][1]:
-            spans[-1][1] = max(spans[-1][1], end)
-        else:
-            spans.append([start, end])
-    pieces, cursor = [], 0
-    for start, end in spans:
-        if (end == len(text) or not text[end - 1].isspace()) and start > cursor:
-            while start > cursor and text[start - 1].isspace():
-                start -= 1
-        pieces.append(text[cursor:start])
-        cursor = end
-    pieces.append(text[cursor:])
-    return "".join(pieces)
-
-
-def keep_only(text: str, words: Sequence[Word], keep_idx: Iterable[int]) -> str:
-    """Only the chosen words, in text order, joined by single spaces: "r alone"."""
-    _check_words(text, words)
-    keep = _indices(keep_idx, len(words))
-    return " ".join(words[i].text for i in sorted(keep))
 
 
 # --- k and ranking ----------------------------------------------------------------------------
@@ -446,60 +374,3 @@ def faithfulness_check(
     return batch_faithfulness_checks(
         [item], score_fn, seed=seed, random_draws=random_draws, aopc_fractions=aopc_fractions
     )[0]
-
-
-# --- comparisons ------------------------------------------------------------------------------
-
-
-class _Span(Protocol):
-    start: int
-    end: int
-
-
-Span = _Span | tuple[int, int]
-
-
-def _span(s: Span) -> tuple[int, int]:
-    return (s[0], s[1]) if isinstance(s, tuple) else (s.start, s.end)
-
-
-def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    return a[0] < b[1] and b[0] < a[1]
-
-
-def rule_agreement(top_words: Sequence[Span], rule_spans: Sequence[Span]) -> bool | None:
-    """Whether a matched rule phrase is among the top-k words: True when at least one top word
-    overlaps a rule hit's span. None when there is no rule hit (nothing to agree with)."""
-    rules = [_span(s) for s in rule_spans]
-    if not rules:
-        return None
-    return any(_overlaps(_span(w), r) for w in top_words for r in rules)
-
-
-def token_f1(selected: Sequence[Span], rationale_spans: Sequence[Span], text: str) -> float | None:
-    """Word-level F1 of the selected words against the rationale spans: the words of `text`
-    (split_words) overlapping a selected span are the prediction, those overlapping a rationale
-    span the truth. None when the text has no rationale word (F1 is undefined)."""
-    words = [(w.start, w.end) for w in split_words(text)]
-    chosen = [_span(s) for s in selected]
-    gold_spans = [_span(s) for s in rationale_spans]
-    predicted = {i for i, w in enumerate(words) if any(_overlaps(w, s) for s in chosen)}
-    gold = {i for i, w in enumerate(words) if any(_overlaps(w, s) for s in gold_spans)}
-    if not gold:
-        return None
-    true_positives = len(predicted & gold)
-    if not true_positives:
-        return 0.0
-    precision, recall = true_positives / len(predicted), true_positives / len(gold)
-    return 2 * precision * recall / (precision + recall)
-
-
-def spearman(a: Sequence[float], b: Sequence[float]) -> float | None:
-    """Spearman rank correlation of two attributions of the same words (e.g. two model
-    versions). None when undefined: fewer than two words, or a constant attribution."""
-    if len(a) != len(b):
-        raise ValueError(f"the attributions differ in length: {len(a)} and {len(b)}")
-    if len(a) < 2 or len(set(a)) < 2 or len(set(b)) < 2:
-        return None
-    rho = stats.spearmanr(a, b).statistic
-    return None if math.isnan(rho) else float(rho)

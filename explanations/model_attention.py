@@ -3,7 +3,8 @@ attention rollout. torch; no Django.
 
 Eager attention is switched on for the pass (SDPA does not return weights) and switched back.
 These weights say where information flowed at one head of one layer; they are a diagnostic,
-shown apart and labelled, never an explanation (BRIEF.md, "Attention is not an explanation").
+shown apart and labelled, never an explanation (docs/explanations.md, "Why attention heat-maps
+are not explanations").
 The faithfulness report puts "attention top-k" to the same deletion test as the attributions.
 """
 
@@ -16,15 +17,8 @@ import numpy as np
 import torch
 
 from explanations.attention import attention_rollout, exclude_padding
-from explanations.attribution import (
-    ExplainedSpan,
-    eager_attention,
-    encode,
-    merge_to_words,
-    model_lock,
-    padded,
-    token_to_word,
-)
+from explanations.attribution import merge_to_words
+from explanations.model_io import ExplainedSpan, eager_attention, encode, model_lock, padded, token_to_word
 from scoring.classifier.windows import length_sorted_batches
 
 ATTENTION_NORMALISATION = (

@@ -1,4 +1,4 @@
-"""Writes of the monitoring app: the training-corpus length reference and the daily roll-up.
+"""Writes of the monitoring app: the daily roll-ups (the length reference is in length_reference.py).
 
 The roll-up (MessageDayRollup) keeps the drift charts fast at millions of messages. Its rule:
 a day's rows are recomputed from the base tables, whole, whenever any message received that
@@ -20,10 +20,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 
-from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
 from django.db.models import Case, Count, F, IntegerField, Max, Min, Q, Sum, Value, When
 from django.db.models.functions import Length, TruncDate
 from django.utils import timezone
@@ -31,79 +29,13 @@ from django.utils import timezone
 from explanations.models import Explanation, ExplanationStatus
 from monitoring import stats
 from monitoring.constants import FLAGGED_ROUTES, WATERMARK_SKEW
+from monitoring.length_reference import length_reference_ensure
 from monitoring.models import DecisionDayRollup, LengthReference, MessageDayRollup, RollupState
 from monitoring.timeline import day_start
 from reviews.models import DoubleReview, ReviewDecision, Verdict
 from scoring.models import Message, ModelVersion, RuleMatch
 
 logger = logging.getLogger(__name__)
-
-
-# --- The length reference ------------------------------------------------------------------------
-
-
-def _corpus_candidates(corpus_sha256: str) -> list[Path]:
-    """Where a corpus with this digest may be: the configured corpus, and the corpus path each
-    artifact trained on it recorded in its manifest."""
-    from scoring.classifier.artifacts import read_manifest
-    from scoring.errors import ArtifactError
-
-    paths = [Path(settings.CORPUS_PATH)]
-    for artifact in ModelVersion.objects.filter(corpus_sha256=corpus_sha256).values_list(
-        "artifact_path", flat=True
-    ):
-        try:
-            recorded = read_manifest(artifact).get("corpus_path")
-        except (ArtifactError, OSError, ValueError):  # a missing artifact offers no candidate
-            continue
-        if recorded:
-            paths.append(Path(recorded))
-    unique: list[Path] = []
-    for path in paths:
-        if path not in unique:
-            unique.append(path)
-    return unique
-
-
-def length_reference_ensure(*, corpus_sha256: str) -> LengthReference:
-    """The length reference of the corpus with this digest, computed once from its train split
-    and stored. When no file with that digest can be found, an unavailable reference is stored
-    with the reason (so the search is not repeated on every read)."""
-    existing = LengthReference.objects.filter(corpus_sha256=corpus_sha256).first()
-    if existing is not None:
-        return existing
-    from scoring.classifier.data import corpus_sha256 as file_digest
-    from scoring.corpus.generator import read_jsonl
-
-    values: dict = {
-        "available": False,
-        "reason": f"no corpus file with sha256 {corpus_sha256[:12]}… was found",
-    }
-    for path in _corpus_candidates(corpus_sha256):
-        if not path.is_file() or file_digest(path) != corpus_sha256:
-            continue
-        lengths = [
-            len(row["body"]) for row in read_jsonl(path, validate=False) if row.get("split") == "train"
-        ]
-        if not lengths:
-            values = {"available": False, "reason": f"{path} has no train split", "corpus_path": str(path)}
-            break
-        reference = stats.length_reference(lengths)
-        values = {
-            "available": True,
-            "reason": "",
-            "corpus_path": str(path),
-            "rows": reference.n,
-            "p99_chars": reference.p99,
-            "edges": reference.edges,
-            "proportions": reference.proportions,
-        }
-        break
-    try:
-        with transaction.atomic():
-            return LengthReference.objects.create(corpus_sha256=corpus_sha256, **values)
-    except IntegrityError:  # a concurrent refresh stored it first
-        return LengthReference.objects.get(corpus_sha256=corpus_sha256)
 
 
 # --- The daily roll-up -------------------------------------------------------------------------------
@@ -465,11 +397,3 @@ def rollup_refresh(*, full: bool = False, now: datetime | None = None) -> Refres
             decisions,
         )
     return RefreshResult(days=len(days), rows=rows, full=full, decisions=decisions)
-
-
-def rollup_days_by_version() -> dict[int, list[date]]:
-    """{model version id: days with rolled-up messages} (for tests and diagnostics)."""
-    days: dict[int, list[date]] = defaultdict(list)
-    for version, day in MessageDayRollup.objects.values_list("model_version_id", "day").distinct():
-        days[version].append(day)
-    return {version: sorted(values) for version, values in days.items()}

@@ -16,7 +16,8 @@ Rules, in one place:
   reviews.double_review) is for another reviewer: "Review next" skips it, claiming and deciding
   it are refused.
 - A decided message takes no further decision except a correction: a new record that
-  supersedes the latest one, with a reason, by a compliance admin or the original reviewer.
+  supersedes the latest one, with a reason, by a compliance admin or the original reviewer
+  (this service allows both; the message page offers the correction to compliance admins only).
 - Every append takes the chain lock (pg_advisory_xact_lock on PostgreSQL; SQLite serialises
   writers), so sequence numbers and previous hashes never fork.
 """

@@ -14,9 +14,9 @@ from explanations.faithfulness import PASS_RULE
 from explanations.models import CanaryCheck
 from monitoring import stats
 from monitoring.constants import FLAGGED_ROUTES, RULE_ONLY_ROUTES, SCORE_REFERENCE_MIN_MESSAGES
+from monitoring.length_reference import length_reference_ensure
 from monitoring.models import MessageDayRollup
 from monitoring.selectors.common import activation_times, claim_types, period_bounds, version_dict
-from monitoring.services import length_reference_ensure
 from monitoring.timeline import build_series, period_start
 from scoring.constants import RouteReason
 from scoring.models import ModelVersion

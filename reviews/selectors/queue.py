@@ -10,7 +10,8 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.db.models import Count, F, Q, QuerySet, Value
-from django.db.models.functions import Coalesce, Substr
+from django.db.models.functions import Coalesce, Length, Substr
+from django.db.models.lookups import GreaterThan
 from django.utils import timezone
 
 from reviews.constants import BODY_PREVIEW_CHARS, ReceivedWithin
@@ -112,7 +113,10 @@ def queue_list(queryset: QuerySet[Message]) -> QuerySet[Message]:
             "review_lock__expires_at",
             "review_lock__reviewer__username",
         )
-        .annotate(preview=Substr("body", 1, BODY_PREVIEW_CHARS))
+        .annotate(
+            preview=Substr("body", 1, BODY_PREVIEW_CHARS),
+            preview_cut=GreaterThan(Length("body"), BODY_PREVIEW_CHARS),
+        )
     )
 
 

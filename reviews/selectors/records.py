@@ -203,3 +203,17 @@ def decision_detail(decision_id: int) -> ReviewDecision:
     return ReviewDecision.objects.select_related(
         "message", "reviewer", "claim_type", "model_version", "model_claim_type", "supersedes"
     ).get(pk=decision_id)
+
+
+def decision_superseded_by(decision: ReviewDecision) -> ReviewDecision | None:
+    """The correction that superseded `decision`, if any (id and sequence only)."""
+    return ReviewDecision.objects.filter(supersedes=decision).only("id", "sequence").first()
+
+
+def decision_history(decision: ReviewDecision) -> QuerySet[ReviewDecision]:
+    """Every decision recorded on `decision`'s message, with the reviewer's name."""
+    return (
+        ReviewDecision.objects.filter(message_id=decision.message_id)
+        .select_related("reviewer")
+        .only("id", "sequence", "verdict", "created_at", "reviewer__username", "supersedes_id", "snapshot")
+    )

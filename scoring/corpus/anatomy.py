@@ -391,12 +391,3 @@ def compose_transcript(
 
 
 _SENTENCE_END = re.compile(r"[.!?]$")
-
-
-def join_sentences(first: str, second: str) -> str:
-    """Two sentences in one paragraph (a full stop added to the first when it has none)."""
-    if not first:
-        return second
-    if not second:
-        return first
-    return (first if _SENTENCE_END.search(first) else first + ".") + " " + second

@@ -27,7 +27,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from scoring.corpus import anatomy, chatparts, mailparts, structured
+from scoring.corpus import anatomy, mailparts, structured
 from scoring.corpus.anatomy import BODY, QUOTED, SIGNATURE, ChatLine, Composed, _Builder, fill, pick
 from scoring.corpus.banks import SplitBanks
 from scoring.corpus.framing import PADDING_POSITIONS, frame_padded, frame_short
@@ -453,8 +453,3 @@ def _check(composed: Composed, what: str) -> None:
     for start, end in composed.spans:
         if not 0 <= start < end <= len(text) or text[start:end] != text[start:end].strip():
             raise CorpusError(f"{what!r} produced a bad span {start, end} in {text[:200]!r}")
-
-
-def chat_family_lines() -> dict[str, tuple]:
-    """The chat-line families (for tests): claims by type, and the negatives."""
-    return {**chatparts.CLAIM_LINES, "no_claim": chatparts.NEGATIVE_LINES}

@@ -86,22 +86,6 @@ def _parse_sequence(tokens: list[str], i: int, template: str, *, top: bool) -> t
     return nodes, i
 
 
-def slot_names(template: str) -> list[str]:
-    """All slot names a template can use, in first-seen order."""
-    names: list[str] = []
-
-    def walk(nodes: tuple[Node, ...]) -> None:
-        for node in nodes:
-            if isinstance(node, tuple) and node[0] == "slot" and node[1] not in names:
-                names.append(node[1])
-            elif isinstance(node, tuple) and node[0] == "choice":
-                for alternative in node[1]:
-                    walk(alternative)
-
-    walk(parse(template))
-    return names
-
-
 @dataclass
 class Rendered:
     """Text with its rationale spans ([start, end) offsets into `text`)."""

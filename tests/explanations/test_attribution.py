@@ -7,24 +7,21 @@ import pytest
 import torch
 from scipy.stats import spearmanr
 
-from explanations.attribution import (
-    BFLOAT16,
-    FLOAT32,
+from explanations.attribution import BFLOAT16, FLOAT32, integrated_gradients, merge_to_words, occlusion
+from explanations.engine import MessageToExplain, explained_spans
+from explanations.faithfulness import IG_DELTA_TOLERANCE, CheckInput, batch_faithfulness_checks
+from explanations.model_attention import attention_maps
+from explanations.model_io import (
     ExplainedSpan,
     bf16_twin,
     claim_scores,
     encode,
     explained_span,
-    integrated_gradients,
-    merge_to_words,
-    occlusion,
     scorer_windows,
     token_to_word,
     widen_to_words,
 )
-from explanations.engine import MessageToExplain, explained_spans
-from explanations.faithfulness import IG_DELTA_TOLERANCE, CheckInput, batch_faithfulness_checks, split_words
-from explanations.model_attention import attention_maps
+from explanations.words import split_words
 from scoring.errors import DeviceOutOfMemory
 
 CLAIM = "Your returns are guaranteed at 8 percent every year, so sign today."
@@ -272,11 +269,10 @@ def test_a_long_message_is_explained_on_the_window_that_drove_its_score(one_word
     assert span.text == body[span.start : span.end]
     # and every word offset, shifted back, lands on the word in the body
     for word in span.words:
-        start, end = span.body_offsets(word)
-        assert body[start:end] == word.text
+        assert body[span.start + word.start : span.start + word.end] == word.text
     (attribution,) = integrated_gradients(one_word, [span], n_steps=16)
     top = span.words[int(np.argmax(attribution.scores))]
-    assert span.body_offsets(top) == (at, at + len("guaranteed"))
+    assert (span.start + top.start, span.start + top.end) == (at, at + len("guaranteed"))
 
 
 def test_the_window_named_by_the_prediction_is_the_one_explained(one_word):

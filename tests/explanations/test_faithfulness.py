@@ -5,24 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from explanations.agreement import rule_agreement, spearman, token_f1
 from explanations.faithfulness import (
     K_MAX,
     PASS_MARGIN,
     PASS_RULE,
     CheckInput,
-    Word,
     batch_faithfulness_checks,
-    delete_words,
     faithfulness_check,
     k_for,
-    keep_only,
     passes,
-    rule_agreement,
-    spearman,
-    split_words,
-    token_f1,
     top_k,
 )
+from explanations.words import Word, delete_words, keep_only, split_words
 
 TEXT = "Our fund offers guaranteed returns to every client this year"
 WORDS = split_words(TEXT)  # 10 words, so k = 2

@@ -271,3 +271,26 @@ def test_the_rule_benchmark_times_the_backtest_on_seeded_messages_and_leaves_not
         assert report[name]["scanned"] == 60 and report[name]["seconds"] >= 0
     assert report["draft_all"]["candidates"] >= report["draft_few"]["candidates"]
     assert not Message.objects.exists() and not RuleSetBacktest.objects.exists()
+
+
+def test_the_backtest_reads_the_period_in_chunks_with_the_same_figures_and_rising_progress(
+    draft, stored, staff_admin, monkeypatch
+):
+    import monitoring.backtest as engine
+
+    whole = rule_backtest_run(backtest_id=rule_backtest_request(draft=draft, user=staff_admin, days=30).pk)
+    monkeypatch.setattr(engine, "CHUNK", 2)
+    seen: list[tuple[int, int]] = []
+    chunked = engine.backtest_compute(
+        active=engine.set_specs(whole.active),
+        draft=engine.draft_specs(whole.draft),
+        since=whole.since,
+        until=whole.until,
+        progress=lambda processed, total: seen.append((processed, total)),
+    )
+    assert seen == [(2, 7), (4, 7), (6, 7), (7, 7)]
+    for key in ("messages", "added", "removed", "by_rule", "queue_change_per_day"):
+        assert chunked[key] == whole.results[key], key
+    assert sorted(s["external_id"] for s in chunked["sample"]) == sorted(
+        s["external_id"] for s in whole.results["sample"]
+    )

@@ -47,6 +47,21 @@ def test_length_drift_says_when_the_corpus_cannot_be_found(version, base_day):
     assert result["points"][0]["messages"] == 1 and result["points"][0]["share"] is None
 
 
+def test_a_corpus_without_a_train_split_is_named_without_its_server_path(version, settings, tmp_path):
+    import json
+
+    from monitoring.length_reference import length_reference_ensure
+    from scoring.classifier.data import corpus_sha256
+
+    corpus = tmp_path / "held" / "claims.jsonl"
+    corpus.parent.mkdir()
+    corpus.write_text(json.dumps({"id": "x", "body": "hello", "split": "test"}) + "\n", encoding="utf-8")
+    settings.CORPUS_PATH = str(corpus)
+    reference = length_reference_ensure(corpus_sha256=corpus_sha256(corpus))
+    assert reference.available is False
+    assert reference.reason == "claims.jsonl has no train split"
+
+
 def test_score_psi_is_measured_against_the_reference_window(version, base_day, settings, monkeypatch):
     settings.MONITORING_REFERENCE_DAYS = 2
     monkeypatch.setattr("monitoring.selectors.drift.SCORE_REFERENCE_MIN_MESSAGES", 6)

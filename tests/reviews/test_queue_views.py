@@ -144,3 +144,15 @@ def test_the_queue_lists_the_keyboard_shortcuts(reviewer_client):
     html = reviewer_client.get(QUEUE).content.decode()
     assert "Keyboard shortcuts" in html
     assert "<kbd>n</kbd>" in html
+
+
+def test_the_preview_ends_in_an_ellipsis_only_when_the_body_is_longer_than_the_preview(reviewer_client):
+    from reviews.constants import BODY_PREVIEW_CHARS
+
+    head = "Our fund offers guaranteed returns. "
+    exact = reviewable_message(body=(head + "x" * BODY_PREVIEW_CHARS)[:BODY_PREVIEW_CHARS])
+    longer = reviewable_message(body=head + "y" * BODY_PREVIEW_CHARS)
+    html = reviewer_client.get(QUEUE).content.decode()
+    previews = dict(re.findall(r'data-message-id="(\d+)".*?<span class="preview">(.*?)</span>', html, re.S))
+    assert not previews[str(exact.pk)].endswith("…")
+    assert previews[str(longer.pk)].endswith("y…")

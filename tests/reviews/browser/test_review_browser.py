@@ -156,7 +156,8 @@ def test_a_script_payload_in_a_message_renders_as_text_and_runs_nothing(new_page
     assert page.locator("#message-body script, #message-body img").count() == 0
     screenshot(page, "script-payload-message-page")
     page.goto("/review/queue/")
-    page.wait_for_timeout(300)
+    # Every script and resource has run once the network is idle: a dialog would have opened.
+    page.wait_for_load_state("networkidle")
     assert page.dialogs == []
     assert_no_csp_violation_of_our_own(page)
     screenshot(page, "script-payload-queue-page")
