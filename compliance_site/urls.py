@@ -12,6 +12,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/metrics/", include("monitoring.api_urls")),
     path("api/", include("scoring.urls")),
+    path("api/", include("reviews.api_urls")),  # the message detail, which nests decisions
     path("explanations/", include("explanations.urls")),
     path("monitoring/", include("monitoring.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -10,8 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from reviews.access import role_required
-from reviews.roles import Role
+from core.access import role_required
+from core.roles import Role
 from scoring.errors import ScoringError
 from scoring.models import ModelActivation, ModelComparison, ModelVersion
 from scoring.services.comparisons import model_comparison_request

@@ -121,7 +121,7 @@ def _worker_step(artifact: Path, n: int, timeout: float) -> dict:
     from django.core.management import call_command
     from django.db.models import Count
 
-    from compliance_site.processes import WorkerProcess, wait_until
+    from core.processes import WorkerProcess, wait_until
     from explanations.models import Explanation
     from scoring.constants import MessageStatus
     from scoring.models import Message
