@@ -161,6 +161,7 @@ INSTALLED_APPS = [
     "scoring",
     "explanations",
     "reviews",
+    "governance",
     "monitoring",
 ]
 
