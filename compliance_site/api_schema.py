@@ -1,5 +1,5 @@
 """The OpenAPI schema tells every status an operation can answer, each with the one error body
-(compliance_site.api_errors). drf-spectacular documents what a view declares; the statuses that
+(core.api_errors). drf-spectacular documents what a view declares; the statuses that
 the framework itself answers (authentication, roles, throttling, validation, a missing object, a
 body too large or of the wrong type) are added here, by one rule per status, to every operation.
 The schemathesis run in the test suite holds the schema to what the API does."""

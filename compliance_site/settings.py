@@ -157,9 +157,11 @@ INSTALLED_APPS = [
     "django_htmx",
     "csp",
     "axes",
+    "core",
     "scoring",
     "explanations",
     "reviews",
+    "governance",
     "monitoring",
 ]
 
@@ -226,7 +228,7 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-# The client's address behind reverse proxies (compliance_site.client_ip), for the login lock and
+# The client's address behind reverse proxies (core.client_ip), for the login lock and
 # the API throttles: the number of proxies in front of the app that append to CLIENT_IP_HEADER
 # (0: none, the socket address is the client and the header is ignored, as it must be when
 # clients can reach the app directly).
@@ -240,7 +242,7 @@ CLIENT_IP_HEADER = "HTTP_" + env_str("CLIENT_IP_HEADER", "X-Forwarded-For").uppe
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = env_float("AXES_COOLOFF_MINUTES", 15.0, low=0.0) / 60.0
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "username"]
-AXES_CLIENT_IP_CALLABLE = "compliance_site.client_ip.client_ip"
+AXES_CLIENT_IP_CALLABLE = "core.client_ip.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"  # rendered with status 429
@@ -323,17 +325,17 @@ CONTENT_SECURITY_POLICY = {
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first: its WWW-Authenticate header makes a bad/missing credential a 401.
-        "compliance_site.authentication.HashedTokenAuthentication",
+        "core.authentication.HashedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # Writes count against API_THROTTLE_INGEST, reads against API_THROTTLE_READ, per account.
-    "DEFAULT_THROTTLE_CLASSES": ["compliance_site.throttling.IngestOrReadThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["core.throttling.IngestOrReadThrottle"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "compliance_site.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "core.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 # API tokens (django-rest-knox): only a SHA-512 digest of each token is stored, so a copy of the

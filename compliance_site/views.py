@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET
 def home(request: HttpRequest) -> HttpResponse:
     """Each role lands on what it does: reviewers on the queue, auditors on the records,
     compliance admins on escalations. A user with no role is told so."""
-    from reviews.roles import Role, has_role
+    from core.roles import Role, has_role
     from reviews.selectors import escalated_messages, lock_held, queue_messages
 
     user = request.user
@@ -45,7 +45,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
     compose's healthcheck); what each check found (versions, worker nodes, database errors,
     queue ages) only for a signed-in compliance admin."""
     from compliance_site.health import health_report
-    from reviews.roles import Role, has_role
+    from core.roles import Role, has_role
 
     report = health_report()
     status = 200 if report["ok"] else 503

@@ -11,7 +11,7 @@ def _warn_about_the_database() -> None:
     """Runs once per web process (runserver loads this module when it starts serving)."""
     from django.conf import settings
 
-    from compliance_site.db import sqlite_concurrency_warning
+    from core.db import sqlite_concurrency_warning
 
     warning = sqlite_concurrency_warning(settings.DATABASES["default"])
     if warning:

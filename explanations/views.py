@@ -7,13 +7,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
+from core.access import role_required
+from core.roles import Role
 from explanations.attention import ROLLOUT_NORMALISATION
 from explanations.attention_demo import worked_example
 from explanations.evaluation import REPORT_METHODS
 from explanations.faithfulness import PASS_RULE
 from explanations.selectors import latest_canary_check, latest_report, versions_with_reports
-from reviews.access import role_required
-from reviews.roles import Role
 from scoring.models import ModelVersion
 
 METHOD_LABELS = {

@@ -15,13 +15,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from compliance_site.api_errors import ApiError
+from core.api_errors import ApiError
+from core.permissions import HasRole
+from core.roles import Role
 from monitoring import selectors
 from monitoring.errors import MetricsInputError
 from monitoring.services import rollup_refresh
 from monitoring.timeline import DAY, PERIODS
-from reviews.permissions import HasRole
-from reviews.roles import Role
 from scoring.models import ModelVersion
 
 

@@ -31,9 +31,9 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core.roles import Role, has_role
 from monitoring import stats
 from monitoring.selectors.decisions import effective_decisions
-from reviews.roles import Role, has_role
 from scoring.backtest import Change, ScanCounts, rule_diff, scan
 from scoring.constants import RouteReason
 from scoring.errors import RuleSetError

@@ -27,9 +27,9 @@ from django.contrib.auth.models import Group, User
 from django.db import connection, models
 from django.utils import timezone
 
+from core.roles import Role
 from explanations.models import Explanation
 from reviews.models import ReviewDecision
-from reviews.roles import Role
 from scoring.constants import CLASS_LABELS
 from scoring.models import ClaimType, Message, ModelActivation, ModelVersion, Prediction, Rule, RuleMatch
 

@@ -9,9 +9,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from core.access import role_required
+from core.roles import Role
 from monitoring.forms import RetryForm
-from reviews.access import role_required
-from reviews.roles import Role
 from scoring.errors import RetryError
 from scoring.models import Message
 from scoring.selectors import failed_messages

@@ -46,10 +46,10 @@ from django.contrib.auth.models import Group, User
 from django.test.utils import override_settings
 from django.utils import timezone
 
+from core.roles import Role
 from monitoring.demo_sources import DemoRow, DemoWriter
 from monitoring.errors import SimulationError
 from reviews.models import ReviewDecision
-from reviews.roles import Role
 from scoring.constants import CLAIM_TYPE_CODES, MessageStatus
 from scoring.models import ClaimType, Message, ModelVersion
 

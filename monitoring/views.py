@@ -11,6 +11,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
+from core.access import role_required
+from core.roles import Role
 from monitoring import selectors
 from monitoring.agreement import KAPPA_INTERVAL, MIN_PAIRS
 from monitoring.api_urls import ENDPOINTS
@@ -20,8 +22,6 @@ from monitoring.selectors.reviewers import reviewers_report
 from monitoring.services import rollup_refresh
 from monitoring.stats import ALERT_RULE, PSI_MAJOR, PSI_MODERATE, RECALL_ESTIMATOR
 from monitoring.timeline import DAY
-from reviews.access import role_required
-from reviews.roles import Role
 from scoring.errors import RuleSetError
 from scoring.models import RuleSetBacktest, RuleSetDraft
 from scoring.selectors import active_rule_set

@@ -7,8 +7,8 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest
 
+from core.roles import Role, has_role
 from reviews.models import DoubleReview, DoubleReviewRule, ReviewDecision, ReviewLock
-from reviews.roles import Role, has_role
 
 
 class _ComplianceAdminViewOnly(admin.ModelAdmin):

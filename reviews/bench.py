@@ -22,10 +22,10 @@ from django.db import connection
 from django.utils import timezone
 from tqdm import tqdm
 
+from core.roles import Role
 from explanations.models import Explanation, ExplanationMethod
 from reviews.hashing import GENESIS_HASH, record_hash
 from reviews.models import ReviewDecision, Verdict
-from reviews.roles import Role
 from reviews.selectors import snapshot_build
 from reviews.services import decision_agreement
 from scoring.constants import CLASS_LABELS, MessageStatus

@@ -9,9 +9,9 @@ from django import forms
 from django.contrib.auth.models import User
 from django.db.models import Q
 
+from core.roles import Role
 from reviews.constants import NOTE_MAX_LENGTH, REASON_MAX_LENGTH, SEARCH_MAX_LENGTH, Agreement, ReceivedWithin
 from reviews.models import ReviewDecision, Verdict
-from reviews.roles import Role
 from reviews.selectors import QueueFilters, RecordFilters
 from scoring.models import ClaimType, ModelVersion
 

@@ -31,7 +31,8 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from compliance_site.db import skip_locked
+from core.db import skip_locked
+from core.roles import Role, has_role
 from reviews.constants import CHAIN_ADVISORY_LOCK_KEY, CLAIM_ATTEMPTS, NOTE_MAX_LENGTH, REASON_MAX_LENGTH
 from reviews.double_review import double_review_after_decision
 from reviews.errors import (
@@ -43,7 +44,6 @@ from reviews.errors import (
 )
 from reviews.hashing import GENESIS_HASH, record_hash
 from reviews.models import DecisionTiming, ReviewDecision, ReviewLock, Verdict
-from reviews.roles import Role, has_role
 from reviews.selectors import decision_snapshot, in_priority_order, lock_held
 from scoring.constants import MessageStatus
 from scoring.models import ClaimType, Message

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from reviews.views import message, models, queue, records, training_data
+from reviews.views import message, queue, records, training_data
 
 app_name = "reviews"
 
@@ -23,11 +23,4 @@ urlpatterns = [
     path("records/<int:pk>/", records.record_detail, name="record"),
     path("audit/chain/", records.audit_chain, name="audit_chain"),
     path("training-data/", training_data.training_data, name="training_data"),
-    path("models/", models.models_page, name="models"),
-    path("models/activate", models.models_activate, name="models_activate"),
-    path("models/threshold", models.models_threshold, name="models_threshold"),
-    path("models/compare", models.models_compare, name="models_compare"),
-    path("models/<int:pk>/", models.model_detail, name="model_detail"),
-    path("models/<int:pk>/shadow", models.models_shadow, name="models_shadow"),
-    path("models/comparisons/<int:pk>/", models.comparison_detail, name="comparison"),
 ]

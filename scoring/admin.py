@@ -19,7 +19,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from reviews.roles import Role, has_role
+from core.roles import Role, has_role
 from scoring.errors import RuleSetError
 from scoring.forms import PublishForm, RuleFormSet, initial_for
 from scoring.models import ClaimType, Rule, RuleSet

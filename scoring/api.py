@@ -17,17 +17,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from compliance_site.api_errors import ApiError, ErrorSerializer, conflict, too_large
-from compliance_site.parsers import RawEmailParser, StrictJSONParser
+from core.api_errors import ApiError, ErrorSerializer, conflict, too_large
+from core.parsers import RawEmailParser, StrictJSONParser
+from core.permissions import CanIngest, CanReadMessages
 from scoring import selectors
 from scoring.constants import FeedStatus, MessageStatus, statuses_of
 from scoring.models import Message
-from scoring.permissions import CanIngest, CanReadMessages
 from scoring.serializers import (
     BulkInSerializer,
     BulkResultSerializer,
     MessageAcceptedSerializer,
-    MessageDetailSerializer,
     MessageInSerializer,
     MessageListSerializer,
     MessageStatusDetailSerializer,
@@ -375,16 +374,6 @@ class MessageListIngestView(MessageIngestView, generics.ListAPIView):
 
     def get_queryset(self):
         return selectors.messages_for_api_list()
-
-
-class MessageDetailView(generics.RetrieveAPIView):
-    """GET one message with its prediction, rule matches, explanations and decisions."""
-
-    permission_classes = [CanReadMessages]
-    serializer_class = MessageDetailSerializer
-
-    def get_queryset(self):
-        return selectors.messages_for_api_detail(self.request.user)
 
 
 class MessageStatusFilter(django_filters.FilterSet):

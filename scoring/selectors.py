@@ -10,7 +10,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Count, Prefetch, QuerySet
 from django.utils import timezone
 
-from scoring.models import Message, Prediction, Rule, RuleMatch, RuleSet, WorkerDevice
+from scoring.models import Message, Rule, RuleSet, WorkerDevice
 from scoring.rules import CompiledRules, RuleSpec, compile_rules
 
 
@@ -112,27 +112,6 @@ def messages_for_api_list() -> QuerySet[Message]:
     return Message.objects.select_related(
         "routing_prediction__model_version", "routing_prediction__claim_type"
     ).defer("body")
-
-
-def messages_for_api_detail(user) -> QuerySet[Message]:
-    """Messages with everything the detail shows. Decision records are the auditor's and the
-    compliance admin's to read (the brief's role table); a reviewer gets the decisions they
-    made, the ingest service none."""
-    from explanations.models import Explanation
-    from reviews.models import ReviewDecision
-    from reviews.roles import AUDIT_ROLES, has_role
-
-    decisions = ReviewDecision.objects.select_related("reviewer", "claim_type", "model_version")
-    if not has_role(user, *AUDIT_ROLES):
-        decisions = decisions.filter(reviewer_id=user.pk)
-    return Message.objects.select_related(
-        "routing_prediction__model_version", "routing_prediction__claim_type"
-    ).prefetch_related(
-        Prefetch("predictions", queryset=Prediction.objects.select_related("model_version", "claim_type")),
-        Prefetch("rule_matches", queryset=RuleMatch.objects.select_related("claim_type")),
-        Prefetch("explanations", queryset=Explanation.objects.select_related("model_version")),
-        Prefetch("decisions", queryset=decisions.order_by("sequence")),
-    )
 
 
 def worker_devices(*, now=None) -> list[dict]:

@@ -82,16 +82,6 @@ def shadow_score_batch(self, message_ids: list[int], version_id: int) -> int:
     return messages_shadow_score(message_ids=message_ids, version_id=version_id)
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True)
-def compare_models(self, comparison_id: int) -> str:
-    """Compute a requested model comparison (checks queue: it scores with both versions)."""
-    from scoring.services.comparisons import model_comparison_run
-    from scoring.worker import require_usable_device
-
-    require_usable_device(self)
-    return model_comparison_run(comparison_id=comparison_id).status
-
-
 @shared_task(ignore_result=True)
 def gather() -> int:
     """Queue the messages waiting in `received` in batches of up to SCORING_BATCH_SIZE (requested

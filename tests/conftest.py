@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from reviews.roles import Role
+from core.roles import Role
 from tests.factories import UserFactory
 
 PASSWORD = "correct-horse-battery-staple"

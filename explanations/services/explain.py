@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
-from compliance_site.db import skip_locked
+from core.db import skip_locked
 from explanations.engine import METHODS, MessageOutcome, MessageToExplain, MethodOutcome, explain_messages
 from explanations.model_attention import AttentionMaps
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationStatus

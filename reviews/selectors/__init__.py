@@ -12,6 +12,7 @@ from reviews.selectors.evidence import (
     message_evidence,
     snapshot_build,
 )
+from reviews.selectors.messages import messages_for_api_detail
 from reviews.selectors.queue import (
     NO_SCORE,
     QUEUE_ORDER,
@@ -64,6 +65,7 @@ __all__ = [
     "in_priority_order",
     "lock_held",
     "message_evidence",
+    "messages_for_api_detail",
     "queue_facets",
     "queue_list",
     "queue_messages",

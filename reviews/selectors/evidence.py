@@ -9,12 +9,12 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser, User
 from django.db.models import QuerySet, Subquery
 
+from core.roles import AUDIT_ROLES, has_role
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationStatus
 from reviews.audit import body_digest, words_digest
 from reviews.constants import EXPLANATION_PREFERENCE
 from reviews.highlight import Part, RuleSpan, Segment, build_parts, build_segments
 from reviews.models import ReviewDecision, ReviewLock
-from reviews.roles import AUDIT_ROLES, has_role
 from reviews.selectors.sources import name_attachment_parts
 from scoring.models import ClaimType, Message, Prediction, RuleMatch
 
@@ -128,7 +128,7 @@ def decisions_visible_to(
     """The decisions of `decisions` that `viewer` may read: auditors and compliance admins read
     every one; anybody else only their own, so that a reviewer never reads a colleague's decision,
     nor learns who made it, before deciding (blind review; the message API applies the same rule
-    in scoring.selectors.messages_for_api_detail)."""
+    in reviews.selectors.messages_for_api_detail)."""
     if has_role(viewer, *AUDIT_ROLES):
         return decisions
     return decisions.filter(reviewer_id=viewer.pk)

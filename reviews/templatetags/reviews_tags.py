@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import template
 
-from reviews.roles import Role, has_role
+from core.roles import Role, has_role
 
 register = template.Library()
 

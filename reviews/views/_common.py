@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest, QueryDict
 from django.urls import reverse
 
-from reviews.roles import Role, has_role
+from core.roles import Role, has_role
 
 
 def is_reviewer(request: HttpRequest) -> bool:

@@ -12,12 +12,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from core.access import role_required
+from core.roles import Role
 from explanations.models import AttentionDiagnostic
-from reviews.access import role_required
 from reviews.attention_data import AttentionDataError, heatmap_payload, parse_selection
 from reviews.errors import AlreadyDecided, LockHeldByOther, LockNotHeld, NotPermitted, ReviewError
 from reviews.forms import CorrectionForm, DecisionForm, SecondLevelForm
-from reviews.roles import Role
 from reviews.selectors import attention_diagnostic, double_review_pair, message_evidence
 from reviews.selectors.sources import CONVERSATION_PAGE, conversation_messages, message_source
 from reviews.services import decision_record, lock_claim, lock_release

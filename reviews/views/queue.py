@@ -7,11 +7,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from reviews.access import role_required
+from core.access import role_required
+from core.roles import Role
 from reviews.errors import ReviewError
 from reviews.forms import QueueFilterForm
 from reviews.pagination import InvalidCursor
-from reviews.roles import Role
 from reviews.selectors import lock_held, queue_facets, queue_list, queue_messages, queue_page
 from reviews.services import lock_claim_next
 from reviews.views._common import is_reviewer, pager_links, path_prefix, query_with

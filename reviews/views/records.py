@@ -11,7 +11,8 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from reviews.access import role_required
+from core.access import role_required
+from core.roles import AUDIT_ROLES, Role
 from reviews.audit import Comparison
 from reviews.checkpoint_store import checkpoint_store
 from reviews.forms import RecordFilterForm
@@ -19,7 +20,6 @@ from reviews.hashing import record_hash
 from reviews.highlight import RuleSpan, build_segments
 from reviews.models import ReviewDecision
 from reviews.pagination import InvalidCursor
-from reviews.roles import AUDIT_ROLES, Role
 from reviews.selectors import (
     audit_chain_report,
     decision_detail,

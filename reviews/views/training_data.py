@@ -10,8 +10,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date
 from django.views.decorators.http import require_GET
 
-from reviews.access import role_required
-from reviews.roles import Role
+from core.access import role_required
+from core.roles import Role
 from reviews.training_data import as_jsonl, training_data_export
 
 

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
-from compliance_site.db import skip_locked
+from core.db import skip_locked
 from scoring import routing
 from scoring.constants import MessageStatus
 from scoring.errors import DeviceFailed, DeviceOutOfMemory, ModelNotReady, ScoringInputError

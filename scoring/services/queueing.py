@@ -43,7 +43,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
-from compliance_site.db import skip_locked
+from core.db import skip_locked
 from scoring.constants import MessageStatus
 from scoring.models import Message
 from scoring.services.transitions import messages_transition

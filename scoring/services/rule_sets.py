@@ -18,7 +18,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
-from reviews.roles import Role, has_role
+from core.roles import Role, has_role
 from scoring.errors import RuleSetError
 from scoring.models import ClaimType, Rule, RuleSet, RuleSetBacktest, RuleSetDraft
 from scoring.rules import RuleError, RuleSpec, compile_rule

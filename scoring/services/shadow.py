@@ -3,7 +3,8 @@
 A version in shadow gets a Prediction (is_shadow=True, flagged against its own threshold) for
 every message ingested after `shadow_since`. Shadow tasks are published only after the active
 model's routing has committed, so they can never delay review; the sweeper fills in what a
-broker outage left out. Comparisons read these rows (scoring.comparison)."""
+broker outage left out. Comparisons read these rows (governance.comparison); a version is put in shadow by
+governance.services.shadow."""
 
 from __future__ import annotations
 
@@ -13,32 +14,13 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from scoring.constants import MessageStatus
-from scoring.errors import ModelVersionError
 from scoring.models import ClaimType, Message, ModelVersion, Prediction
 from scoring.services.pipeline import prediction_from_result
 
 logger = logging.getLogger(__name__)
-
-
-def model_version_set_shadow(*, version: ModelVersion, enabled: bool) -> ModelVersion:
-    """Put a trained, inactive version in shadow (or take it out). The active version cannot be
-    a shadow of itself; the artifact must be loadable (checked when the first task runs)."""
-    with transaction.atomic():
-        target = ModelVersion.objects.select_for_update().get(pk=version.pk)
-        if enabled and target.is_active:
-            raise ModelVersionError(
-                f"{target.name} is the active version; only an inactive one can shadow it."
-            )
-        if enabled and not target.is_shadow:
-            target.is_shadow, target.shadow_since = True, timezone.now()
-        elif not enabled:
-            target.is_shadow = False
-        target.save(update_fields=["is_shadow", "shadow_since"])
-    return target
 
 
 def shadow_versions() -> list[ModelVersion]:

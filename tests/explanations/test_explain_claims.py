@@ -20,11 +20,11 @@ import explanations.services.explain as explain_service
 from explanations.models import Explanation, ExplanationStatus
 from explanations.services import messages_explain_batch
 from explanations.tasks import explain_batch
+from governance.services.model_versions import model_version_activate, model_version_with_threshold
 from scoring.constants import MessageStatus
 from scoring.liveness import current_host_key
 from scoring.models import Message, WorkClaim
 from scoring.services.claims import Claimant
-from scoring.services.model_versions import model_version_activate, model_version_with_threshold
 from scoring.services.pipeline import messages_score_batch
 from scoring.services.queueing import messages_sweep
 from scoring.tasks import score_batch

@@ -14,8 +14,8 @@ from explanations.evaluation import REPORT_METHODS, compare_canaries
 from explanations.faithfulness import PASS_MARGIN
 from explanations.models import CanaryCheck, FaithfulnessReport
 from explanations.services import canary_check_for_activation, canary_check_run
+from governance.services.model_versions import model_version_activate, model_version_with_threshold
 from scoring.models import ModelActivation
-from scoring.services.model_versions import model_version_activate, model_version_with_threshold
 from tests.support.models import tiny_corpus_rows, write_jsonl
 from tests.support.services import broker, published
 

@@ -12,10 +12,10 @@ from explanations.attribution import resolve_precision
 from explanations.faithfulness import IG_DELTA_TOLERANCE, PASS_RULE
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationMethod, ExplanationStatus
 from explanations.services import decode_array, messages_explain_batch
+from governance.services.model_versions import model_version_activate, model_version_with_threshold
 from scoring.constants import MessageStatus
 from scoring.errors import ModelNotReady
 from scoring.models import Message
-from scoring.services.model_versions import model_version_activate, model_version_with_threshold
 from scoring.services.pipeline import messages_score_batch
 from tests.factories import MessageFactory
 

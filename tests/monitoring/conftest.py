@@ -9,8 +9,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from core.roles import Role
 from monitoring.models import LengthReference
-from reviews.roles import Role
 from scoring.constants import MessageStatus, RouteReason
 from scoring.models import Message, ModelVersion
 from tests.factories import (

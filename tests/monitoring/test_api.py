@@ -10,8 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from core.roles import Role
 from monitoring.api_urls import ENDPOINTS
-from reviews.roles import Role
 from tests.factories import UserFactory
 from tests.monitoring.conftest import day_at, decide, explained, routed, signed_in
 

@@ -21,18 +21,16 @@ import pytest
 from django.conf import settings as django_settings
 from django.utils import timezone
 
+from governance.services.model_versions import model_version_activate
+from governance.services.shadow import model_version_set_shadow
 from monitoring import selectors
 from monitoring.simulation import SimulationConfig, simulate
 from reviews.training_data import as_jsonl, training_data_export
 from scoring.classifier.training import train_and_save
 from scoring.corpus.generator import generate_drift_messages, read_jsonl
 from scoring.models import Message, ModelActivation, Prediction
-from scoring.services.model_versions import (
-    model_version_activate,
-    model_version_register,
-    train_config_from_settings,
-)
-from scoring.services.shadow import messages_shadow_score, model_version_set_shadow
+from scoring.services.model_versions import model_version_register, train_config_from_settings
+from scoring.services.shadow import messages_shadow_score
 from tests.support.models import write_jsonl
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]

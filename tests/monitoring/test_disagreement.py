@@ -6,9 +6,9 @@ from datetime import timedelta
 
 import pytest
 
+from core.roles import Role
 from monitoring import selectors, stats
 from monitoring.services import rollup_refresh
-from reviews.roles import Role
 from tests.factories import ReviewDecisionFactory, UserFactory, claim_type
 from tests.monitoring.conftest import day_at, decide, routed
 

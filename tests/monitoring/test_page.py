@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 
-from reviews.roles import Role
+from core.roles import Role
 from tests.factories import UserFactory, claim_type
 from tests.monitoring.conftest import day_at, decide, routed, signed_in
 

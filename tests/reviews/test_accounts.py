@@ -9,7 +9,7 @@ from django.urls import reverse
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
-from reviews.roles import Role, has_role
+from core.roles import Role, has_role
 from tests.conftest import PASSWORD
 from tests.factories import UserFactory
 

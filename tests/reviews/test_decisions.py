@@ -5,10 +5,10 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
+from core.roles import Role
 from reviews.errors import AlreadyDecided, DecisionInvalid, LockNotHeld, NotPermitted
 from reviews.hashing import GENESIS_HASH, record_hash
 from reviews.models import ReviewDecision, ReviewLock
-from reviews.roles import Role
 from reviews.selectors import audit_chain_report
 from reviews.services import decision_record, lock_claim
 from tests.factories import ReviewDecisionFactory, UserFactory, claim_type, reviewable_message

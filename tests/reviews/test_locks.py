@@ -6,9 +6,9 @@ from django.db import connections
 from django.test import override_settings
 from django.utils import timezone
 
+from core.roles import Role
 from reviews.errors import LockHeldByOther, LockNotHeld, NotPermitted
 from reviews.models import ReviewLock
-from reviews.roles import Role
 from reviews.services import lock_claim, lock_claim_next, lock_release
 from tests.factories import ReviewDecisionFactory, UserFactory, reviewable_message
 

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def two_versions(tmp_path):
-    with mock.patch("scoring.services.model_versions.verify_artifact"):
+    with mock.patch("governance.services.model_versions.verify_artifact"):
         old = ModelVersionFactory(name="v-old")
         new = ModelVersionFactory(name="v-new", threshold=0.7)
         yield old, new

@@ -9,9 +9,9 @@ from rest_framework.response import Response
 from rest_framework.test import APIRequestFactory, force_authenticate
 from rest_framework.views import APIView
 
-from reviews.access import role_required
-from reviews.permissions import HasRole, HasRoleForMethod, ReadOnly
-from reviews.roles import Role
+from core.access import role_required
+from core.permissions import HasRole, HasRoleForMethod, ReadOnly
+from core.roles import Role
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

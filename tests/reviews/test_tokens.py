@@ -15,7 +15,7 @@ from django.utils import timezone
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
-from reviews.roles import Role
+from core.roles import Role
 from reviews.tokens import api_token_issue
 from tests.factories import UserFactory
 

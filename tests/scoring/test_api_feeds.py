@@ -8,7 +8,7 @@ import pytest
 from django.db import IntegrityError, transaction
 from rest_framework.test import APIClient
 
-from reviews.roles import Role
+from core.roles import Role
 from reviews.tokens import api_token_issue
 from scoring.constants import MessageStatus
 from scoring.models import Message

@@ -7,11 +7,11 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from scoring.comparison import compare_versions
+from governance.comparison import compare_versions
+from governance.services.comparisons import model_comparison_request
+from governance.services.model_versions import model_version_with_threshold
 from scoring.errors import ModelVersionError
 from scoring.models import ModelComparison
-from scoring.services.comparisons import model_comparison_request
-from scoring.services.model_versions import model_version_with_threshold
 from tests.factories import ReviewDecisionFactory, UserFactory, reviewable_message
 from tests.support.services import published
 

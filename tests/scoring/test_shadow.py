@@ -7,12 +7,13 @@ from unittest import mock
 import pytest
 from django.utils import timezone
 
+from governance.services.model_versions import model_version_with_threshold
+from governance.services.shadow import model_version_set_shadow
 from scoring.constants import MessageStatus
 from scoring.errors import ModelVersionError
 from scoring.models import Message, Prediction
-from scoring.services.model_versions import model_version_with_threshold
 from scoring.services.pipeline import messages_score_batch
-from scoring.services.shadow import messages_shadow_score, model_version_set_shadow, shadow_sweep
+from scoring.services.shadow import messages_shadow_score, shadow_sweep
 from tests.factories import MessageFactory
 
 pytestmark = pytest.mark.django_db

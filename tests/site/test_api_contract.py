@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from schemathesis.config import SchemathesisConfig
 from schemathesis.core import NOT_SET
 
-from reviews.roles import Role
+from core.roles import Role
 from reviews.tokens import api_token_issue
 from tests.factories import ModelVersionFactory, UserFactory, reviewable_message
 

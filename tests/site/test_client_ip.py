@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from compliance_site.client_ip import client_ip_from
+from core.client_ip import client_ip_from
 
 XFF = "HTTP_X_FORWARDED_FOR"
 

@@ -18,8 +18,8 @@ from django.test import Client
 from django.urls import get_resolver, reverse
 from django.utils import timezone
 
+from core.roles import Role
 from monitoring.api_urls import ENDPOINTS as METRICS_ENDPOINTS
-from reviews.roles import Role
 from scoring.models import Conversation, ModelComparison, RuleSet, RuleSetBacktest, RuleSetDraft
 from tests.factories import ModelVersionFactory, ReviewDecisionFactory, UserFactory, reviewable_message
 

@@ -10,7 +10,7 @@ from unittest import mock
 import pytest
 from django.test import override_settings
 
-from compliance_site.db import sqlite_concurrency_warning
+from core.db import sqlite_concurrency_warning
 
 SQLITE = {"ENGINE": "django.db.backends.sqlite3", "NAME": "/srv/var/claimwatch.sqlite3"}
 POSTGRES = {"ENGINE": "django.db.backends.postgresql", "NAME": "claimwatch"}

@@ -204,8 +204,9 @@ def build_trained_artifact() -> Path:
 
 
 def _register_active(artifact: Path, reason: str):
+    from governance.services.model_versions import model_version_activate
     from scoring.models import ModelVersion
-    from scoring.services.model_versions import model_version_activate, model_version_register
+    from scoring.services.model_versions import model_version_register
 
     existing = ModelVersion.objects.filter(artifact_path=str(artifact.resolve()), parent=None).first()
     version = existing or model_version_register(artifact_dir=artifact)

@@ -13,7 +13,7 @@ from pathlib import Path
 from django.conf import settings
 
 from compliance_site.celery import app as celery_app
-from compliance_site.processes import BeatProcess, WorkerProcess, wait_until
+from core.processes import BeatProcess, WorkerProcess, wait_until
 
 ROOT = Path(settings.BASE_DIR)
 LOG_DIR = ROOT / "test-artifacts" / "logs"

@@ -19,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.validators import validate_email
 from django.db import transaction
 
-from reviews.roles import Role
+from core.roles import Role
 from reviews.tokens import IssuedToken, api_token_issue
 
 

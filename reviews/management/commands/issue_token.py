@@ -8,8 +8,8 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.roles import Role, has_role
 from reviews.management.commands.create_user import write_token
-from reviews.roles import Role, has_role
 from reviews.tokens import TokenError, api_token_issue
 
 

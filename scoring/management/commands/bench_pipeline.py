@@ -33,8 +33,8 @@ from rest_framework.test import APIClient
 from tqdm import tqdm
 
 from compliance_site.celery import app as celery_app
-from compliance_site.processes import BeatProcess, CeleryProcess, WorkerProcess, wait_until
-from reviews.roles import Role
+from core.processes import BeatProcess, CeleryProcess, WorkerProcess, wait_until
+from core.roles import Role
 from scoring.classifier.loading import get_scorer
 from scoring.classifier.precision import hardware
 from scoring.constants import MessageStatus

@@ -121,12 +121,13 @@ def _worker_step(artifact: Path, n: int, timeout: float) -> dict:
     from django.core.management import call_command
     from django.db.models import Count
 
-    from compliance_site.processes import WorkerProcess, wait_until
+    from core.processes import WorkerProcess, wait_until
     from explanations.models import Explanation
+    from governance.services.model_versions import model_version_activate
     from scoring.constants import MessageStatus
     from scoring.models import Message
     from scoring.services.ingest import IncomingMessage, messages_ingest_bulk
-    from scoring.services.model_versions import model_version_activate, model_version_register
+    from scoring.services.model_versions import model_version_register
     from scoring.worker import model_queues
 
     call_command("migrate", verbosity=0, interactive=False)

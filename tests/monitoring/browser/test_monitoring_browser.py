@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from core.roles import Role
 from monitoring.api_urls import ENDPOINTS
-from reviews.roles import Role
 from tests.factories import MessageFactory, UserFactory
 from tests.monitoring.conftest import day_at, decide, explained, routed
 from tests.reviews.browser.conftest import screenshot, sign_in

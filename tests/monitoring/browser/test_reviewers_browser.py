@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reviews.roles import Role
+from core.roles import Role
 from tests.factories import UserFactory
 from tests.monitoring.test_reviewers_page import decide, pair
 from tests.reviews.browser.conftest import screenshot, sign_in

@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from core.roles import Role
 from monitoring.backtest import rule_backtest_run
-from reviews.roles import Role
 from scoring.models import RuleSet, RuleSetBacktest
 from scoring.selectors import clear_compiled_rules_cache
 from tests.factories import ModelVersionFactory, UserFactory

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from reviews.roles import Role
+from core.roles import Role
 from tests.factories import ReviewDecisionFactory, UserFactory, reviewable_message
 from tests.monitoring.browser.test_monitoring_browser import CHARTS, monitored  # noqa: F401
 from tests.reviews.browser.conftest import sign_in

@@ -5,10 +5,11 @@ import sys
 import pytest
 from django.conf import settings
 
+from governance.services.model_versions import model_version_with_threshold
 from scoring.classifier import loading
 from scoring.classifier.loading import clear_scorers, get_scorer
 from scoring.errors import ModelNotReady
-from scoring.services.model_versions import model_version_register, model_version_with_threshold
+from scoring.services.model_versions import model_version_register
 
 pytestmark = pytest.mark.django_db
 
@@ -72,7 +73,7 @@ def test_importing_the_scoring_code_loads_no_model():
     code = (
         "import gc, django; django.setup();"
         "import torch, scoring.classifier.loading, scoring.services.model_versions;"
-        "import scoring.management.commands.score, scoring.management.commands.ensure_model;"
+        "import scoring.management.commands.score, governance.management.commands.ensure_model;"
         "print(sum(isinstance(o, torch.nn.Module) for o in gc.get_objects()),"
         " len(scoring.classifier.loading._scorers))"
     )

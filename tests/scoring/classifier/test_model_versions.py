@@ -2,13 +2,10 @@ import shutil
 
 import pytest
 
+from governance.services.model_versions import model_version_activate, model_version_with_threshold
 from scoring.errors import ArtifactError, ModelVersionError
 from scoring.models import ModelActivation, ModelVersion
-from scoring.services.model_versions import (
-    model_version_activate,
-    model_version_register,
-    model_version_with_threshold,
-)
+from scoring.services.model_versions import model_version_register
 from tests.support.models import build_tiny_artifact
 
 pytestmark = pytest.mark.django_db

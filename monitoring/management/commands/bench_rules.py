@@ -1,5 +1,6 @@
 """Benchmark the active rule set: matching time per message at several message lengths, and with
---backtest N the rule backtest of a draft on N stored messages (scoring.bench_backtest)."""
+--backtest N the rule backtest of a draft on N stored messages (monitoring.bench_backtest). It lives in
+monitoring, which the backtest belongs to: scoring imports no monitoring code."""
 
 from __future__ import annotations
 
@@ -94,7 +95,7 @@ class Command(BaseCommand):
         if backtest:
             # The backtest reads review decisions and monitoring's intervals (it lives in
             # monitoring); the benchmark imports it only when asked.
-            from scoring.bench_backtest import bench_backtest
+            from monitoring.bench_backtest import bench_backtest
 
             which = tuple(x for x in options["backtest_drafts"].split(",") if x)
             if backtest < 1 or not set(which) <= {"few", "all"} or not which:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from governance.services.model_versions import model_version_activate
 from scoring.classifier.artifacts import verify_artifact
 from scoring.classifier.metrics import format_report
 from scoring.errors import ArtifactError, ScoringError
 from scoring.models import ModelVersion
 from scoring.services.model_versions import (
     default_version_name,
-    model_version_activate,
     model_version_train,
     train_config_from_settings,
 )

@@ -10,8 +10,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from django.utils.dateparse import parse_date
 
+from governance.services.comparisons import model_comparison_request, model_comparison_run
 from scoring.models import ModelVersion
-from scoring.services.comparisons import model_comparison_request, model_comparison_run
 
 
 def _fmt(value: float | None) -> str:

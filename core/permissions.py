@@ -1,4 +1,5 @@
-"""DRF permission classes for the role table, for the API to reuse.
+"""DRF permission classes for the role table, for the API to reuse (and the scoring API's own:
+CanIngest, CanReadMessages).
 
     permission_classes = [HasRole.of(Role.INGEST_SERVICE)]
     permission_classes = [HasRole.of(Role.AUDITOR, Role.COMPLIANCE_ADMIN) & ReadOnly]
@@ -11,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from rest_framework.permissions import SAFE_METHODS, BasePermission
+from rest_framework.request import Request
 
-from reviews.roles import Role, has_role
+from core.roles import Role, has_role
 
 
 class HasRole(BasePermission):
@@ -51,3 +53,28 @@ class HasRoleForMethod(BasePermission):
         attribute = "read_roles" if request.method in SAFE_METHODS else "write_roles"
         roles = tuple(getattr(view, attribute, ()))
         return bool(roles) and has_role(request.user, *roles)
+
+
+# Who reads messages (body, prediction, explanations). Not the ingest service: a feed reads the
+# status of its own messages only (scoring.api.MessageStatusView), or its token would be an oracle
+# of the model for every feed.
+READERS = (Role.REVIEWER, Role.AUDITOR, Role.COMPLIANCE_ADMIN)
+
+
+class CanIngest(BasePermission):
+    """Only service accounts and compliance admins submit messages."""
+
+    message = "Only ingest service accounts and compliance admins may submit messages."
+
+    def has_permission(self, request: Request, view: object) -> bool:
+        return has_role(request.user, Role.INGEST_SERVICE, Role.COMPLIANCE_ADMIN)
+
+
+class CanReadMessages(BasePermission):
+    """Reviewers, auditors and compliance admins read messages; an ingest service and an
+    authenticated outsider may not."""
+
+    message = "Your role does not allow reading messages (an ingest service reads the status of its own)."
+
+    def has_permission(self, request: Request, view: object) -> bool:
+        return has_role(request.user, *READERS)

@@ -15,7 +15,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 
-from reviews.roles import Role, has_role
+from core.roles import Role, has_role
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 

@@ -1,7 +1,7 @@
 """A JSON parser that tells bad bodies apart: empty, not UTF-8, not JSON.
 
 (A body over DATA_UPLOAD_MAX_MEMORY_SIZE never reaches the parser: Django refuses to read it
-and compliance_site.api_errors turns that into a 413.)"""
+and core.api_errors turns that into a 413.)"""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser, JSONParser
 
-from compliance_site.api_errors import ApiError
+from core.api_errors import ApiError
 
 
 class StrictJSONParser(JSONParser):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from governance.services.model_versions import model_version_activate
 from scoring.errors import ScoringError
 from scoring.models import ModelVersion
-from scoring.services.model_versions import model_version_activate
 
 
 class Command(BaseCommand):

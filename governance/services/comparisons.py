@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from scoring.comparison import compare_versions
+from governance.comparison import compare_versions
 from scoring.errors import ModelVersionError
 from scoring.models import ModelComparison, ModelVersion
 
@@ -31,7 +31,7 @@ def model_comparison_request(
         )
 
         def publish() -> None:
-            from scoring.tasks import compare_models
+            from governance.tasks import compare_models
 
             try:
                 compare_models.apply_async(args=[comparison.pk], queue=settings.CHECKS_QUEUE, retry=False)

@@ -10,42 +10,17 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from reviews.access import role_required
-from reviews.roles import Role
+from core.access import role_required
+from core.roles import Role
+from governance import selectors
+from governance.forms import ActivateForm, CompareForm, ThresholdForm
+from governance.services.comparisons import model_comparison_request
+from governance.services.model_versions import model_version_activate, model_version_with_threshold
+from governance.services.shadow import model_version_set_shadow
 from scoring.errors import ScoringError
-from scoring.models import ModelActivation, ModelComparison, ModelVersion
-from scoring.services.comparisons import model_comparison_request
-from scoring.services.model_versions import model_version_activate, model_version_with_threshold
-from scoring.services.shadow import model_version_set_shadow
 
 READ = (Role.COMPLIANCE_ADMIN, Role.AUDITOR)
 WRITE = (Role.COMPLIANCE_ADMIN,)
-
-
-class ActivateForm(forms.Form):
-    version = forms.ModelChoiceField(ModelVersion.objects.all(), to_field_name="name")
-    reason = forms.CharField(
-        max_length=2000,
-        widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="Required: recorded with the activation.",
-    )
-
-
-class CompareForm(forms.Form):
-    baseline = forms.ModelChoiceField(ModelVersion.objects.all(), to_field_name="name", label="Reference (A)")
-    candidate = forms.ModelChoiceField(
-        ModelVersion.objects.all(), to_field_name="name", label="Challenger (B)"
-    )
-
-
-class ThresholdForm(forms.Form):
-    version = forms.ModelChoiceField(ModelVersion.objects.all(), to_field_name="name")
-    threshold = forms.FloatField(min_value=0.0, max_value=1.0)
-    reason = forms.CharField(max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
-
-
-def _versions():
-    return ModelVersion.objects.select_related("parent").order_by("-created_at", "-id")
 
 
 @role_required(*READ, write_roles=WRITE)
@@ -53,15 +28,11 @@ def _versions():
 def models_page(request: HttpRequest) -> HttpResponse:
     return render(
         request,
-        "reviews/models.html",
+        "governance/models.html",
         {
-            "versions": _versions(),
-            "activations": ModelActivation.objects.select_related(
-                "model_version", "previous", "activated_by"
-            )[:50],
-            "comparisons": ModelComparison.objects.select_related("baseline", "candidate", "requested_by")[
-                :20
-            ],
+            "versions": selectors.model_versions_listed(),
+            "activations": selectors.recent_activations(50),
+            "comparisons": selectors.recent_comparisons(20),
             "activate_form": ActivateForm(),
             "compare_form": CompareForm(),
             "threshold_form": ThresholdForm(),
@@ -96,7 +67,7 @@ def models_activate(request: HttpRequest) -> HttpResponse:
 @role_required(*WRITE)
 @require_POST
 def models_shadow(request: HttpRequest, pk: int) -> HttpResponse:
-    version = get_object_or_404(ModelVersion, pk=pk)
+    version = get_object_or_404(selectors.model_versions(), pk=pk)
     enabled = request.POST.get("enabled") == "1"
     try:
         model_version_set_shadow(version=version, enabled=enabled)
@@ -214,8 +185,8 @@ def canary_rows(results: dict) -> list[dict]:
 @role_required(*READ, write_roles=WRITE)
 @require_GET
 def comparison_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    comparison = get_object_or_404(ModelComparison.objects.select_related("baseline", "candidate"), pk=pk)
-    template = "reviews/_comparison_body.html" if request.htmx else "reviews/comparison.html"
+    comparison = get_object_or_404(selectors.comparisons_with_versions(), pk=pk)
+    template = "governance/_comparison_body.html" if request.htmx else "governance/comparison.html"
     context = {
         "comparison": comparison,
         "tables": comparison_tables(comparison.results),
@@ -281,7 +252,7 @@ def reliability_chart(metrics: dict) -> dict:
 @role_required(*READ, write_roles=WRITE)
 @require_GET
 def model_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    version = get_object_or_404(ModelVersion.objects.select_related("parent"), pk=pk)
+    version = get_object_or_404(selectors.model_version_for_page(), pk=pk)
     metrics = version.metrics or {}
     context = {
         "version": version,
@@ -292,4 +263,4 @@ def model_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "slices": sorted((metrics.get("test_in_distribution") or {}).get("per_slice", {}).items()),
         "per_type": sorted((metrics.get("test_in_distribution") or {}).get("per_claim_type", {}).items()),
     }
-    return render(request, "reviews/model_detail.html", context)
+    return render(request, "governance/model_detail.html", context)

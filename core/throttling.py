@@ -1,6 +1,6 @@
 """API rate limits: one throttle, two scopes. Writes (ingest) count against API_THROTTLE_INGEST,
 reads against API_THROTTLE_READ, per account (per client address for anonymous callers, read
-behind trusted proxies by compliance_site.client_ip). The rates are read from the settings at each
+behind trusted proxies by core.client_ip). The rates are read from the settings at each
 request, so a deployment (or a test) changes them without a restart of DRF's settings."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 from rest_framework.throttling import SimpleRateThrottle
 
-from compliance_site.client_ip import client_ip
+from core.client_ip import client_ip
 
 INGEST_SCOPE = "ingest"
 READ_SCOPE = "read"
