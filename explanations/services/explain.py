@@ -21,6 +21,7 @@ from core.db import skip_locked
 from explanations.engine import METHODS, MessageOutcome, MessageToExplain, MethodOutcome, explain_messages
 from explanations.model_attention import AttentionMaps
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationStatus
+from explanations.services.queueing import messages_enqueue_explanation
 from scoring.constants import MessageStatus
 from scoring.errors import DeviceFailed, DeviceOutOfMemory
 from scoring.models import Message, ModelVersion, WorkStage
@@ -32,7 +33,6 @@ from scoring.services.claims import (
     work_claim_heartbeat,
     work_claim_release,
 )
-from scoring.services.queueing import messages_enqueue_explanation
 from scoring.services.transitions import messages_transition
 
 logger = logging.getLogger(__name__)
