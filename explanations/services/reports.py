@@ -10,6 +10,7 @@ import numpy as np
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
+from core.publish import publish
 from explanations.attribution import resolve_precision
 from explanations.corpus import CorpusUnavailable, canary_ids, read_rows
 from explanations.errors import ReportError
@@ -265,11 +266,13 @@ def canary_check_enqueue(*, activation_id: int) -> bool:
         return False
     from explanations.tasks import canary_check
 
-    try:
-        canary_check.apply_async(args=[activation_id], queue=settings.CHECKS_QUEUE, retry=False)
+    if publish(
+        canary_check,
+        args=[activation_id],
+        queue=settings.CHECKS_QUEUE,
+        what=f"the canary check of activation {activation_id} could not be queued",
+    ):
         return True
-    except Exception as exc:
-        logger.warning("the canary check of activation %s could not be queued: %s", activation_id, exc)
     activation = ModelActivation.objects.select_related("model_version", "previous").get(pk=activation_id)
     _record(
         {
