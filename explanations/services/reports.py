@@ -18,6 +18,7 @@ from explanations.evaluation import canary_details, compare_canaries, compare_me
 from explanations.faithfulness import K_MAX, K_MIN, K_PERCENT, PASS_RULE, RANDOM_DRAWS
 from explanations.models import CanaryCheck, FaithfulnessReport
 from explanations.services.explain import ig_budget, ig_options
+from scoring.classifier import scorer_for
 from scoring.errors import ScoringError
 from scoring.models import ModelActivation, ModelVersion
 
@@ -27,12 +28,6 @@ SOURCES = {
     "test": "flagged test-split messages, seeded random order",
     "canary": "flagged messages of the fixed canary set (test-split claims), seeded random order",
 }
-
-
-def _default_scorer(version: ModelVersion):
-    from scoring.classifier.loading import get_scorer
-
-    return get_scorer(version)
 
 
 def _rows(corpus_path: str | Path | None) -> tuple[Path, list[dict]]:
@@ -51,7 +46,7 @@ def faithfulness_report_create(
     seed: int = 0,
     corpus_path: str | Path | None = None,
     progress: bool = False,
-    scorer_factory=_default_scorer,
+    scorer_factory=scorer_for,
     source: str = "test",
 ) -> FaithfulnessReport:
     """Compare the explanation methods on up to `sample` test-split corpus messages that
@@ -158,7 +153,7 @@ def canary_check_run(
     activation: ModelActivation | None = None,
     corpus_path: str | Path | None = None,
     progress: bool = False,
-    scorer_factory=_default_scorer,
+    scorer_factory=scorer_for,
 ) -> CanaryCheck:
     """Check the fixed canary set with `version` and compare it with `previous`.
 
@@ -295,7 +290,7 @@ def canary_comparison(
     candidate: ModelVersion,
     corpus_path: str | Path | None = None,
     progress: bool = False,
-    scorer_factory=_default_scorer,
+    scorer_factory=scorer_for,
 ) -> dict:
     """The fixed canary set checked with both versions (a stored check with the same IG options
     is reused, otherwise it is computed now): each version's pass rate per method, and the rank

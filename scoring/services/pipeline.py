@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from core.db import skip_locked
 from scoring import routing
+from scoring.classifier import scorer_for
 from scoring.constants import MessageStatus
 from scoring.errors import DeviceFailed, DeviceOutOfMemory, ModelNotReady, ScoringInputError
 from scoring.models import ClaimType, Message, ModelVersion, Prediction, RuleMatch, WorkStage
@@ -62,12 +63,6 @@ class BatchOutcome:
 ScorerFactory = Callable[[ModelVersion], object]
 
 
-def _default_scorer(version: ModelVersion):
-    from scoring.classifier.loading import get_scorer
-
-    return get_scorer(version)
-
-
 def _score_bisecting(scorer, bodies: list[str], parts: list | None = None) -> list[object]:
     """Score the texts (with what each message's source adds, `parts`: scoring.services.context);
     a call that raises is split in two, and so on, until the text that makes it raise is alone
@@ -101,7 +96,7 @@ def _lock_scorable(ids: list[int]) -> list[Message]:
 def messages_score_batch(
     *,
     message_ids: Sequence[int],
-    scorer_factory: ScorerFactory = _default_scorer,
+    scorer_factory: ScorerFactory = scorer_for,
     claimant: Claimant | None = None,
 ) -> BatchOutcome:
     """Score the given messages with the active model version, match rules, store one

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from core.publish import publish
+from scoring.classifier import scorer_for
 from scoring.constants import MessageStatus
 from scoring.models import ClaimType, Message, ModelVersion, Prediction
 from scoring.services.batches import chunks, prediction_from_result
@@ -48,7 +49,7 @@ def messages_enqueue_shadow(
     return published
 
 
-def messages_shadow_score(*, message_ids: Sequence[int], version_id: int, scorer_factory=None) -> int:
+def messages_shadow_score(*, message_ids: Sequence[int], version_id: int, scorer_factory=scorer_for) -> int:
     """Score the messages with the shadow version and store shadow predictions. Idempotent
     (unique per message and version); a version no longer in shadow scores nothing. Messages
     the challenger refuses are skipped (they are the active model's to fail). Returns the
@@ -66,8 +67,6 @@ def messages_shadow_score(*, message_ids: Sequence[int], version_id: int, scorer
     )
     if not messages:
         return 0
-    if scorer_factory is None:
-        from scoring.classifier.loading import get_scorer as scorer_factory
     scorer = scorer_factory(version)
     ok = [m for m in messages if scorer.refusal_reason(m.body) is None]
     if not ok:
