@@ -179,3 +179,13 @@ def test_a_flagged_message_whose_explanation_task_was_lost_is_explained_after_th
     assert message.status == MessageStatus.IN_REVIEW and message.explained_at is not None
     assert Explanation.objects.filter(message=message, status=ExplanationStatus.OK).count() == 2
     assert Message.objects.get(pk=fresh).status == MessageStatus.SCORED
+
+
+def test_beat_runs_the_explanations_sweeper_beside_scorings(settings):
+    from explanations.tasks import sweep as explain_sweep_task
+    from scoring.tasks import sweep as scoring_sweep_task
+
+    schedule = settings.CELERY_BEAT_SCHEDULE
+    assert schedule["sweep-pipeline"]["task"] == scoring_sweep_task.name == "scoring.tasks.sweep"
+    assert schedule["sweep-explanations"]["task"] == explain_sweep_task.name == "explanations.tasks.sweep"
+    assert schedule["sweep-explanations"]["schedule"] == settings.SWEEP_INTERVAL_SECONDS
