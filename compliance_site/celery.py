@@ -13,16 +13,18 @@ import os
 from celery import Celery
 from kombu import Queue
 
+from core import queues
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "compliance_site.settings")
 
 app = Celery("compliance_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.task_queues = (Queue("default"), Queue("gpu"), Queue("checks"))
+app.conf.task_queues = tuple(Queue(name) for name in queues.ALL)
 app.conf.task_routes = {
-    "scoring.tasks.score_batch": {"queue": "gpu"},
-    "scoring.tasks.shadow_score_batch": {"queue": "gpu"},
-    "scoring.tasks.compare_models": {"queue": "checks"},
-    "explanations.tasks.explain_batch": {"queue": "gpu"},
-    "explanations.tasks.canary_check": {"queue": "checks"},
+    "scoring.tasks.score_batch": {"queue": queues.GPU},
+    "scoring.tasks.shadow_score_batch": {"queue": queues.GPU},
+    "scoring.tasks.compare_models": {"queue": queues.CHECKS},
+    "explanations.tasks.explain_batch": {"queue": queues.GPU},
+    "explanations.tasks.canary_check": {"queue": queues.CHECKS},
 }
 app.autodiscover_tasks()

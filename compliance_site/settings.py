@@ -16,6 +16,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from core import queues
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # Hugging Face must never reach for the network: weights come from disk only.
@@ -437,7 +439,7 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
-CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_DEFAULT_QUEUE = queues.DEFAULT
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -461,14 +463,14 @@ SCORING_BATCH_SIZE = env_int("SCORING_BATCH_SIZE", 256, minimum=1)
 # (bench_explain --n 200, 2-core CPU): 4.39 flagged msgs/s at 32 against 2.60 at 8.
 EXPLAIN_BATCH_SIZE = env_int("EXPLAIN_BATCH_SIZE", 32, minimum=1)
 # Queues: scoring and explaining run on GPU workers (`-Q gpu`), everything else on `default`.
-SCORING_QUEUE = env_str("SCORING_QUEUE", "gpu")
-EXPLAIN_QUEUE = env_str("EXPLAIN_QUEUE", "gpu")
+SCORING_QUEUE = env_str("SCORING_QUEUE", queues.GPU)
+EXPLAIN_QUEUE = env_str("EXPLAIN_QUEUE", queues.GPU)
 # The long model checks (the canary check after an activation, model comparisons) have a queue
 # of their own, so that they never hold up scoring: a GPU worker consumes `-Q gpu,checks` (a few
 # seconds there); on a CPU a worker of its own does (`make run`; measured on a 2-core CPU: the
 # canary check takes about 2 minutes; behind it on `gpu` a new message waited 80 s, beside it on
 # a worker of its own three messages were scored in 4-8 s).
-CHECKS_QUEUE = env_str("CHECKS_QUEUE", "checks")
+CHECKS_QUEUE = env_str("CHECKS_QUEUE", queues.CHECKS)
 # A single message asks for a gather this many seconds later (unless one is already pending in
 # this process); the messages that arrive meanwhile join its batch. Measured: a beat tick every
 # 0.5 s instead cost 18 % of scoring throughput on a 2-core CPU (bench_pipeline 0.63 vs 0.77).
@@ -481,6 +483,12 @@ STUCK_AFTER_SECONDS = env_int("STUCK_AFTER_SECONDS", 300, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "sweep-pipeline": {
         "task": "scoring.tasks.sweep",
+        "schedule": SWEEP_INTERVAL_SECONDS,
+        "options": {"expires": SWEEP_INTERVAL_SECONDS * 2},
+    },
+    # Each stage sweeps its own queue: flagged `scored` messages whose explanation never came.
+    "sweep-explanations": {
+        "task": "explanations.tasks.sweep",
         "schedule": SWEEP_INTERVAL_SECONDS,
         "options": {"expires": SWEEP_INTERVAL_SECONDS * 2},
     },

@@ -1,11 +1,15 @@
-"""Celery tasks of the explanation step (explain_batch: gpu queue; canary_check: checks queue):
-thin wrappers around one service."""
+"""Celery tasks of the explanation step (explain_batch: gpu queue; canary_check: checks queue;
+sweep: default queue, from celery beat): thin wrappers around one service."""
 
 from __future__ import annotations
+
+import logging
 
 from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(
@@ -51,3 +55,15 @@ def canary_check(self, activation_id: int) -> dict[str, object]:
     require_usable_device(self)
     check = canary_check_for_activation(activation_id=activation_id)
     return {"canary_check": check.pk, "error": check.error, "findings": len(check.findings)}
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def sweep() -> dict[str, int]:
+    """Periodic (celery beat): publish explanation again for flagged messages whose task may be
+    lost (explanations.services.queueing.explanations_sweep)."""
+    from explanations.services.queueing import explanations_sweep
+
+    result = vars(explanations_sweep())
+    if any(result.values()):
+        logger.info("explanations sweep: %s", result)
+    return result

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from scoring import classifier
 from scoring.classifier.metrics import NOVEL, summarize
 from scoring.constants import NO_CLAIM
 from scoring.models import Message, ModelVersion, Prediction
@@ -18,12 +19,6 @@ from scoring.models import Message, ModelVersion, Prediction
 ScorerFor = Callable[[ModelVersion], Any]
 DRIFT_SEED = 4242
 DISAGREEMENT_LIMIT = 50
-
-
-def _default_scorer(version: ModelVersion):
-    from scoring.classifier.loading import get_scorer
-
-    return get_scorer(version)
 
 
 def scored(rows: Sequence[dict], version: ModelVersion, scorer_for: ScorerFor) -> list[dict]:
@@ -128,7 +123,7 @@ def compare_versions(
     corpus_rows: Sequence[dict],
     since: datetime | None = None,
     drift_n: int = 200,
-    scorer_for: ScorerFor = _default_scorer,
+    scorer_for: ScorerFor = classifier.scorer_for,
 ) -> dict[str, Any]:
     """Every figure of the comparison, JSON-ready."""
     names = (baseline.name, candidate.name)

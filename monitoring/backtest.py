@@ -31,6 +31,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from core.publish import publish
 from core.roles import Role, has_role
 from monitoring import stats
 from monitoring.selectors.decisions import effective_decisions
@@ -102,15 +103,12 @@ def rule_backtest_request(*, draft: RuleSetDraft, user, days: int = DEFAULT_DAYS
     with transaction.atomic():
         backtest = _backtest_create(draft=draft, days=days, user=user)
 
-        def publish() -> None:
+        def publish_backtest() -> None:
             from monitoring.tasks import run_rule_backtest
 
-            try:
-                run_rule_backtest.apply_async(args=[backtest.pk], retry=False)
-            except Exception as exc:
-                logger.warning("broker unavailable, backtest %s stays pending: %s", backtest.pk, exc)
+            publish(run_rule_backtest, args=[backtest.pk], what=f"backtest {backtest.pk} stays pending")
 
-        transaction.on_commit(publish)
+        transaction.on_commit(publish_backtest)
     return backtest
 
 

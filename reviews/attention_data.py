@@ -1,40 +1,24 @@
 """Turn a stored attention diagnostic into the JSON one heat-map needs (pure, numpy only).
 
-AttentionDiagnostic stores float16 arrays as zlib-compressed .npy bytes: `weights` with shape
+AttentionDiagnostic stores float16 arrays as zlib-compressed .npy bytes (the format is
+explanations.attention_codec's, which writes and reads it): `weights` with shape
 [layers, heads, tokens, tokens] and `rollout` with shape [tokens, tokens]. The evidence page
 asks for one (layer, head) matrix at a time, so a page never downloads every head at once.
 """
 
 from __future__ import annotations
 
-import io
-import zlib
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from explanations.attention_codec import AttentionDataError, decode_array
+
 ROLLOUT = "rollout"
 DECIMALS = 4
 
-
-class AttentionDataError(ValueError):
-    """A stored diagnostic that cannot be read, or a layer/head that does not exist."""
-
-
-def encode_array(array: np.ndarray) -> bytes:
-    """float16 .npy bytes, zlib-compressed: the storage format of AttentionDiagnostic."""
-    buffer = io.BytesIO()
-    np.save(buffer, np.asarray(array, dtype=np.float16), allow_pickle=False)
-    return zlib.compress(buffer.getvalue())
-
-
-def decode_array(blob: bytes | memoryview) -> np.ndarray:
-    try:
-        raw = zlib.decompress(bytes(blob))
-        return np.load(io.BytesIO(raw), allow_pickle=False)
-    except (zlib.error, ValueError, OSError) as exc:
-        raise AttentionDataError(f"The stored attention array cannot be read: {exc}") from exc
+__all__ = ["ROLLOUT", "AttentionDataError", "heatmap_payload", "parse_selection"]
 
 
 def parse_selection(layer: str | None, head: str | None) -> tuple[int | str, int | None]:

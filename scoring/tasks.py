@@ -7,7 +7,7 @@ import logging
 from celery import shared_task
 from celery.signals import celeryd_after_setup, worker_process_init
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, OperationalError, transaction
 
 from scoring.errors import DeviceFailed, ModelNotReady
 
@@ -47,7 +47,12 @@ def _start_child(**_: object) -> None:
 )
 def score_batch(self, message_ids: list[int]) -> dict[str, int]:
     """Score up to SCORING_BATCH_SIZE messages (gpu queue). Idempotent, and a batch that crashes
-    or times out is split until the message that does it is alone: see the service."""
+    or times out is split until the message that does it is alone: see the service.
+
+    The one hand-off to the next stage: what the batch routed to explanation goes to the
+    explanation queue (explanations.services.queueing.messages_enqueue_explanation) after the
+    batch's writes have committed."""
+    from explanations.services.queueing import messages_enqueue_explanation
     from scoring.services.claims import Claimant
     from scoring.services.pipeline import messages_score_batch
     from scoring.worker import device_failed, require_usable_device
@@ -57,6 +62,9 @@ def score_batch(self, message_ids: list[int]) -> dict[str, int]:
         outcome = messages_score_batch(message_ids=message_ids, claimant=Claimant.of_task(self))
     except DeviceFailed as exc:
         device_failed(self, exc)  # raises Reject: back to the queue for a worker whose device works
+    if outcome.to_explain:
+        to_explain = list(outcome.to_explain)
+        transaction.on_commit(lambda: messages_enqueue_explanation(message_ids=to_explain))
     return {
         "scored": outcome.scored,
         "failed": outcome.failed,
@@ -94,8 +102,9 @@ def gather() -> int:
 
 @shared_task(acks_late=True, ignore_result=True)
 def sweep() -> dict[str, int]:
-    """Periodic (celery beat): recover the batches of dead worker processes and re-enqueue work
-    stuck too long, so nothing is ever lost."""
+    """Periodic (celery beat): recover the batches of dead worker processes and re-enqueue
+    scoring (and shadow scoring) stuck too long, so nothing is ever lost; explanations have a
+    sweeper of their own (explanations.tasks.sweep)."""
     from scoring.services.queueing import messages_sweep
     from scoring.services.shadow import shadow_sweep
 

@@ -10,8 +10,8 @@ import numpy as np
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
+from explanations.attention_codec import encode_array
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationMethod, ExplanationStatus
-from reviews.attention_data import encode_array
 from reviews.models import ReviewDecision
 from scoring.constants import CLASS_LABELS, MessageStatus
 from scoring.models import ClaimType, Message, ModelVersion, Prediction, Rule, RuleMatch, RuleSet

@@ -1,6 +1,7 @@
 """Writes of the explanations app (services take keyword-only arguments)."""
 
-from explanations.services.explain import decode_array, encode_array, messages_explain_batch
+from explanations.attention_codec import decode_array, encode_array
+from explanations.services.explain import messages_explain_batch
 from explanations.services.reports import (
     canary_check_enqueue,
     canary_check_for_activation,

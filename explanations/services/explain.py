@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import logging
-import zlib
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
 import torch
 from billiard.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -18,12 +15,15 @@ from django.db import DatabaseError, InterfaceError, OperationalError, transacti
 from django.utils import timezone
 
 from core.db import skip_locked
+from explanations.attention_codec import encode_array
 from explanations.engine import METHODS, MessageOutcome, MessageToExplain, MethodOutcome, explain_messages
 from explanations.model_attention import AttentionMaps
 from explanations.models import AttentionDiagnostic, Explanation, ExplanationStatus
+from explanations.services.queueing import messages_enqueue_explanation
+from scoring.classifier import scorer_for
 from scoring.constants import MessageStatus
 from scoring.errors import DeviceFailed, DeviceOutOfMemory
-from scoring.models import Message, ModelVersion, WorkStage
+from scoring.models import Message, WorkStage
 from scoring.services.claims import (
     Claimant,
     work_claim_begin,
@@ -32,31 +32,12 @@ from scoring.services.claims import (
     work_claim_heartbeat,
     work_claim_release,
 )
-from scoring.services.queueing import messages_enqueue_explanation
 from scoring.services.transitions import messages_transition
 
 logger = logging.getLogger(__name__)
 
 # A message the device had no memory for is published for explanation again after this long.
 RETRY_EXPLAIN_COUNTDOWN_S = 30
-
-
-def encode_array(array: np.ndarray) -> bytes:
-    """float16 .npy bytes, zlib-compressed (how attention arrays are stored)."""
-    buffer = io.BytesIO()
-    np.save(buffer, np.asarray(array, dtype=np.float16), allow_pickle=False)
-    return zlib.compress(buffer.getvalue(), level=6)
-
-
-def decode_array(data: bytes) -> np.ndarray:
-    """The array stored by encode_array (float16)."""
-    return np.load(io.BytesIO(zlib.decompress(bytes(data))), allow_pickle=False)
-
-
-def _default_scorer(version: ModelVersion):
-    from scoring.classifier.loading import get_scorer
-
-    return get_scorer(version)
 
 
 def _failed(reason: str) -> MessageOutcome:
@@ -213,7 +194,7 @@ def _lock_scored(ids: list[int]) -> list[int]:
 
 
 def messages_explain_batch(
-    *, message_ids: Sequence[int], scorer_factory=_default_scorer, claimant: Claimant | None = None
+    *, message_ids: Sequence[int], scorer_factory=scorer_for, claimant: Claimant | None = None
 ) -> dict[str, int]:
     """Explain scored messages and move them to review.
 

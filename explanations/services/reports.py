@@ -10,6 +10,7 @@ import numpy as np
 from django.conf import settings
 from django.db import DatabaseError, transaction
 
+from core.publish import publish
 from explanations.attribution import resolve_precision
 from explanations.corpus import CorpusUnavailable, canary_ids, read_rows
 from explanations.errors import ReportError
@@ -17,6 +18,7 @@ from explanations.evaluation import canary_details, compare_canaries, compare_me
 from explanations.faithfulness import K_MAX, K_MIN, K_PERCENT, PASS_RULE, RANDOM_DRAWS
 from explanations.models import CanaryCheck, FaithfulnessReport
 from explanations.services.explain import ig_budget, ig_options
+from scoring.classifier import scorer_for
 from scoring.errors import ScoringError
 from scoring.models import ModelActivation, ModelVersion
 
@@ -26,12 +28,6 @@ SOURCES = {
     "test": "flagged test-split messages, seeded random order",
     "canary": "flagged messages of the fixed canary set (test-split claims), seeded random order",
 }
-
-
-def _default_scorer(version: ModelVersion):
-    from scoring.classifier.loading import get_scorer
-
-    return get_scorer(version)
 
 
 def _rows(corpus_path: str | Path | None) -> tuple[Path, list[dict]]:
@@ -50,7 +46,7 @@ def faithfulness_report_create(
     seed: int = 0,
     corpus_path: str | Path | None = None,
     progress: bool = False,
-    scorer_factory=_default_scorer,
+    scorer_factory=scorer_for,
     source: str = "test",
 ) -> FaithfulnessReport:
     """Compare the explanation methods on up to `sample` test-split corpus messages that
@@ -157,7 +153,7 @@ def canary_check_run(
     activation: ModelActivation | None = None,
     corpus_path: str | Path | None = None,
     progress: bool = False,
-    scorer_factory=_default_scorer,
+    scorer_factory=scorer_for,
 ) -> CanaryCheck:
     """Check the fixed canary set with `version` and compare it with `previous`.
 
@@ -265,11 +261,13 @@ def canary_check_enqueue(*, activation_id: int) -> bool:
         return False
     from explanations.tasks import canary_check
 
-    try:
-        canary_check.apply_async(args=[activation_id], queue=settings.CHECKS_QUEUE, retry=False)
+    if publish(
+        canary_check,
+        args=[activation_id],
+        queue=settings.CHECKS_QUEUE,
+        what=f"the canary check of activation {activation_id} could not be queued",
+    ):
         return True
-    except Exception as exc:
-        logger.warning("the canary check of activation %s could not be queued: %s", activation_id, exc)
     activation = ModelActivation.objects.select_related("model_version", "previous").get(pk=activation_id)
     _record(
         {
@@ -292,7 +290,7 @@ def canary_comparison(
     candidate: ModelVersion,
     corpus_path: str | Path | None = None,
     progress: bool = False,
-    scorer_factory=_default_scorer,
+    scorer_factory=scorer_for,
 ) -> dict:
     """The fixed canary set checked with both versions (a stored check with the same IG options
     is reused, otherwise it is computed now): each version's pass rate per method, and the rank

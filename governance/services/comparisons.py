@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.publish import publish
 from governance.comparison import compare_versions
 from scoring.errors import ModelVersionError
 from scoring.models import ModelComparison, ModelVersion
@@ -30,15 +31,17 @@ def model_comparison_request(
             requested_by=user if user and user.is_authenticated else None,
         )
 
-        def publish() -> None:
+        def publish_comparison() -> None:
             from governance.tasks import compare_models
 
-            try:
-                compare_models.apply_async(args=[comparison.pk], queue=settings.CHECKS_QUEUE, retry=False)
-            except Exception as exc:
-                logger.warning("broker unavailable, comparison %s stays pending: %s", comparison.pk, exc)
+            publish(
+                compare_models,
+                args=[comparison.pk],
+                queue=settings.CHECKS_QUEUE,
+                what=f"comparison {comparison.pk} stays pending",
+            )
 
-        transaction.on_commit(publish)
+        transaction.on_commit(publish_comparison)
     return comparison
 
 

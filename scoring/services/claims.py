@@ -273,7 +273,8 @@ def _charge(stage: WorkStage, message_id: int, *, reason: str) -> None:
 def _publish_again(stage: WorkStage, ids: list[int]) -> int:
     """Publish a part of a crashed batch as a task of its own (its clock restarts, so the
     sweeper does not publish it too); a failed publish leaves it to the sweeper."""
-    from scoring.services.queueing import _republish, messages_enqueue_explanation
+    from explanations.services.queueing import messages_enqueue_explanation
+    from scoring.services.queueing import _republish
 
     now = timezone.now()
     if stage == WorkStage.SCORE:

@@ -5,7 +5,8 @@ only from `received`/`queued` (rows locked and re-read inside the writing transa
 Prediction is unique per (message, model version), and all writes of a batch happen in one
 transaction. A task that is delivered twice (a killed worker, a sweeper re-enqueue) therefore
 finds nothing left to do. A batch that crashes its worker is split until the message that does
-it is alone (scoring.services.claims). How tasks are published: scoring.services.queueing."""
+it is alone (scoring.services.claims). How tasks are published: scoring.services.queueing;
+what it routes to explanation it returns (BatchOutcome.to_explain) and the task hands over."""
 
 from __future__ import annotations
 
@@ -21,10 +22,11 @@ from django.utils import timezone
 
 from core.db import skip_locked
 from scoring import routing
+from scoring.classifier import scorer_for
 from scoring.constants import MessageStatus
 from scoring.errors import DeviceFailed, DeviceOutOfMemory, ModelNotReady, ScoringInputError
 from scoring.models import ClaimType, Message, ModelVersion, Prediction, RuleMatch, WorkStage
-from scoring.segmentation import segments_json
+from scoring.services.batches import prediction_from_result
 from scoring.services.claims import (
     Claimant,
     work_claim_begin,
@@ -34,7 +36,7 @@ from scoring.services.claims import (
     work_claim_release,
 )
 from scoring.services.context import score_with_parts, scoring_plan
-from scoring.services.queueing import messages_enqueue_explanation, messages_retry_scoring
+from scoring.services.queueing import messages_retry_scoring
 from scoring.services.transitions import path_fields
 
 logger = logging.getLogger(__name__)
@@ -59,12 +61,6 @@ class BatchOutcome:
 
 
 ScorerFactory = Callable[[ModelVersion], object]
-
-
-def _default_scorer(version: ModelVersion):
-    from scoring.classifier.loading import get_scorer
-
-    return get_scorer(version)
 
 
 def _score_bisecting(scorer, bodies: list[str], parts: list | None = None) -> list[object]:
@@ -100,7 +96,7 @@ def _lock_scorable(ids: list[int]) -> list[Message]:
 def messages_score_batch(
     *,
     message_ids: Sequence[int],
-    scorer_factory: ScorerFactory = _default_scorer,
+    scorer_factory: ScorerFactory = scorer_for,
     claimant: Claimant | None = None,
 ) -> BatchOutcome:
     """Score the given messages with the active model version, match rules, store one
@@ -109,7 +105,8 @@ def messages_score_batch(
     Idempotent: messages no longer in received/queued are skipped, and so are messages another
     live worker process has claimed. A message the scorer refuses is marked failed with the
     reason without failing the others (a call that raises is bisected down to that message).
-    Flagged and rule-hit messages are sent to the explanation queue after commit.
+    Flagged and rule-hit messages stay `scored` and are returned in `to_explain`: publishing
+    them is the explanation stage's (the task hands them over, scoring.tasks.score_batch).
 
     The batch is claimed (scoring.services.claims) after the model is loaded and before any
     work: a batch that crashes the worker, or runs past the soft time limit, is split in two
@@ -264,9 +261,6 @@ def _score_claimed(ids: list[int], *, version: ModelVersion, scorer, claim) -> B
             ],
         )
         work_claim_end(claim=claim)
-        if to_explain:
-            ids_to_explain = list(to_explain)
-            transaction.on_commit(lambda: messages_enqueue_explanation(message_ids=ids_to_explain))
         if deferred:
             logger.warning("%d messages did not fit in device memory; published again", len(deferred))
             transaction.on_commit(lambda: messages_retry_scoring(message_ids=deferred))
@@ -288,35 +282,6 @@ def _move(message: Message, path: list[str], now) -> None:
         path = [MessageStatus.QUEUED, *path]
     for field, value in path_fields(from_status=message.status, path=path, now=now).items():
         setattr(message, field, value)
-
-
-def prediction_from_result(
-    message: Message,
-    version: ModelVersion,
-    result,
-    per_message_ms: float,
-    claim_types,
-    *,
-    shadow: bool = False,
-) -> Prediction:
-    """An unsaved Prediction of `version` from a Scorer result, flagged at the version's threshold."""
-    return Prediction(
-        message=message,
-        model_version=version,
-        score=float(result.score),
-        claim_type=claim_types.get(result.claim_type),
-        probabilities={k: float(v) for k, v in result.probabilities.items()},
-        window_scores=[
-            {"start": w.start, "end": w.end, "score": float(w.score), "kind": w.kind, "routes": w.routes}
-            for w in result.windows
-        ],
-        segments=segments_json(getattr(result, "segments", None) or []),
-        context=dict(getattr(result, "context", None) or {}),
-        threshold=version.threshold,
-        flagged=float(result.score) >= version.threshold,
-        is_shadow=shadow,
-        latency_ms=per_message_ms,
-    )
 
 
 def _rule_matches(message: Message, hits, claim_types) -> list[RuleMatch]:

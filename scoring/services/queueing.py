@@ -11,8 +11,12 @@ Where scoring tasks come from:
   gather request lost to a broker outage), recovers the batches of worker processes that died
   (their work claims: scoring.services.claims, split and published again within a sweep on this
   host, WORK_CLAIM_STALE_SECONDS elsewhere) and republishes work whose task may be lost without
-  a claim: `queued` messages older than STUCK_AFTER_SECONDS and flagged `scored` messages whose
-  explanation never came.
+  a claim: `queued` messages older than STUCK_AFTER_SECONDS.
+
+Explanation is the next stage's queue, not this module's: the scoring task hands the messages it
+routed to explanation to explanations.services.queueing.messages_enqueue_explanation after its
+commit, and the explanations sweeper (explanations.tasks.sweep) republishes flagged `scored`
+messages whose explanation never came.
 
 Why a requested gather and not a beat tick: a gather every 0.5 s from beat wakes beat, a
 worker and the database twice a second whether or not anything waits, and measured on a 2-core
@@ -34,7 +38,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -44,16 +48,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.db import skip_locked
+from core.publish import publish
 from scoring.constants import MessageStatus
 from scoring.models import Message
+from scoring.services.batches import chunks
 from scoring.services.transitions import messages_transition
 
 logger = logging.getLogger(__name__)
-
-
-def chunks(ids: Sequence[int], size: int) -> Iterable[list[int]]:
-    for start in range(0, len(ids), size):
-        yield list(ids[start : start + size])
 
 
 def _claim_received(ids: list[int]) -> list[int]:
@@ -78,10 +79,14 @@ def messages_enqueue_scoring(*, message_ids: Sequence[int]) -> int:
             claimed = _claim_received(chunk)
             if not claimed:
                 continue
-            try:
-                score_batch.apply_async(args=[claimed], queue=settings.SCORING_QUEUE, retry=False)
-            except Exception as exc:  # kombu/redis raise several types; all mean "not published"
-                logger.warning("broker unavailable, %d messages stay received: %s", len(claimed), exc)
+            # Nothing is written before the publish, so a refused one needs no rollback: returning
+            # leaves the messages `received` for the next gather.
+            if not publish(
+                score_batch,
+                args=[claimed],
+                queue=settings.SCORING_QUEUE,
+                what=f"{len(claimed)} messages stay received",
+            ):
                 return published
             messages_transition(
                 message_ids=claimed, from_statuses=[MessageStatus.RECEIVED], to_status=MessageStatus.QUEUED
@@ -134,11 +139,8 @@ def messages_request_gather() -> bool:
         if cache.get(GATHER_PENDING_KEY, 0.0) > time.time():
             return False
         cache.set(GATHER_PENDING_KEY, time.time() + 0.8 * delay, timeout=max(delay, 1.0))
-    try:
-        gather.apply_async(countdown=delay, retry=False)
-    except Exception as exc:
+    if not publish(gather, countdown=delay, what="a single message waits for the sweeper"):
         cache.delete(GATHER_PENDING_KEY)
-        logger.warning("broker unavailable, a single message waits for the sweeper: %s", exc)
         return False
     return True
 
@@ -147,16 +149,16 @@ def messages_request_gather() -> bool:
 class SweepResult:
     received_enqueued: int
     stuck_requeued: int
-    explanations_requeued: int
     claims_recovered: int = 0
 
 
 def messages_sweep(*, now=None, limit: int = 20_000) -> SweepResult:
     """Re-enqueue work that waits too long, so a broker outage or a killed worker delays work
     but never loses it: `received` messages (as a gather does), the batches of worker processes
-    that are gone (their claims: split and published again, scoring.services.claims), `queued`
-    messages older than STUCK_AFTER_SECONDS (their task may be lost), and flagged `scored`
-    messages whose explanation never came. Waiting is never a failure: a duplicate task is a
+    that are gone (their claims: split and published again, scoring.services.claims), and `queued`
+    messages older than STUCK_AFTER_SECONDS (their task may be lost); flagged `scored` messages
+    whose explanation never came are the explanations sweeper's
+    (explanations.services.queueing.explanations_sweep). Waiting is never a failure: a duplicate task is a
     cheap no-op (scoring is idempotent); only a message that crashes its worker alone
     MAX_ATTEMPTS times fails."""
     from scoring.services.claims import work_claims_recover
@@ -171,8 +173,7 @@ def messages_sweep(*, now=None, limit: int = 20_000) -> SweepResult:
         .values_list("id", flat=True)[:limit]
     )
     stuck_requeued = _republish(stuck_ids, now=now)
-    explanations_requeued = _sweep_explanations(stuck_before=stuck_before, limit=limit)
-    return SweepResult(received_enqueued, stuck_requeued, explanations_requeued, claims_recovered)
+    return SweepResult(received_enqueued, stuck_requeued, claims_recovered)
 
 
 def _republish(ids: list[int], *, now, countdown: float | None = None) -> int:
@@ -183,46 +184,16 @@ def _republish(ids: list[int], *, now, countdown: float | None = None) -> int:
 
     published = 0
     for chunk in chunks(ids, settings.SCORING_BATCH_SIZE):
-        try:
-            score_batch.apply_async(
-                args=[chunk], queue=settings.SCORING_QUEUE, retry=False, countdown=countdown
-            )
-        except Exception as exc:
-            logger.warning("broker unavailable while sweeping: %s", exc)
+        if not publish(
+            score_batch,
+            args=[chunk],
+            queue=settings.SCORING_QUEUE,
+            countdown=countdown,
+            what=f"{len(chunk)} queued messages wait for the next sweep",
+        ):
             break
         Message.objects.filter(id__in=chunk, status=MessageStatus.QUEUED).update(
             queued_at=now, updated_at=now
         )
-        published += len(chunk)
-    return published
-
-
-def _sweep_explanations(*, stuck_before, limit: int) -> int:
-    waiting = list(
-        Message.objects.filter(status=MessageStatus.SCORED, scored_at__lt=stuck_before)
-        .order_by("id")
-        .values_list("id", flat=True)[:limit]
-    )
-    if not waiting:
-        return 0
-    Message.objects.filter(id__in=waiting, status=MessageStatus.SCORED).update(scored_at=timezone.now())
-    return messages_enqueue_explanation(message_ids=waiting)
-
-
-def messages_enqueue_explanation(*, message_ids: Sequence[int], countdown: float | None = None) -> int:
-    """Publish explanation tasks in batches of EXPLAIN_BATCH_SIZE (`countdown` seconds from now:
-    another try of messages the device had no memory for); a failed publish is left to the
-    sweeper (the messages stay `scored`)."""
-    from explanations.tasks import explain_batch
-
-    published = 0
-    for chunk in chunks(list(message_ids), settings.EXPLAIN_BATCH_SIZE):
-        try:
-            explain_batch.apply_async(
-                args=[chunk], queue=settings.EXPLAIN_QUEUE, retry=False, countdown=countdown
-            )
-        except Exception as exc:
-            logger.warning("broker unavailable, %d explanations wait for the sweeper: %s", len(chunk), exc)
-            break
         published += len(chunk)
     return published

@@ -16,9 +16,11 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from core.publish import publish
+from scoring.classifier import scorer_for
 from scoring.constants import MessageStatus
 from scoring.models import ClaimType, Message, ModelVersion, Prediction
-from scoring.services.pipeline import prediction_from_result
+from scoring.services.batches import chunks, prediction_from_result
 
 logger = logging.getLogger(__name__)
 
@@ -31,26 +33,23 @@ def messages_enqueue_shadow(
     *, message_ids: Sequence[int], versions: Sequence[ModelVersion] | None = None
 ) -> int:
     """Publish shadow-scoring tasks for the shadow versions (default: all; none: nothing)."""
-    from scoring.services.queueing import chunks
     from scoring.tasks import shadow_score_batch
 
     published = 0
     for version in shadow_versions() if versions is None else versions:
         for chunk in chunks(list(message_ids), settings.SCORING_BATCH_SIZE):
-            try:
-                shadow_score_batch.apply_async(
-                    args=[chunk, version.pk], queue=settings.SCORING_QUEUE, retry=False
-                )
-            except Exception as exc:
-                logger.warning(
-                    "broker unavailable, shadow scoring of %d messages deferred: %s", len(chunk), exc
-                )
+            if not publish(
+                shadow_score_batch,
+                args=[chunk, version.pk],
+                queue=settings.SCORING_QUEUE,
+                what=f"shadow scoring of {len(chunk)} messages deferred",
+            ):
                 return published
             published += len(chunk)
     return published
 
 
-def messages_shadow_score(*, message_ids: Sequence[int], version_id: int, scorer_factory=None) -> int:
+def messages_shadow_score(*, message_ids: Sequence[int], version_id: int, scorer_factory=scorer_for) -> int:
     """Score the messages with the shadow version and store shadow predictions. Idempotent
     (unique per message and version); a version no longer in shadow scores nothing. Messages
     the challenger refuses are skipped (they are the active model's to fail). Returns the
@@ -68,8 +67,6 @@ def messages_shadow_score(*, message_ids: Sequence[int], version_id: int, scorer
     )
     if not messages:
         return 0
-    if scorer_factory is None:
-        from scoring.classifier.loading import get_scorer as scorer_factory
     scorer = scorer_factory(version)
     ok = [m for m in messages if scorer.refusal_reason(m.body) is None]
     if not ok:

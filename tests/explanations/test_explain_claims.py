@@ -19,6 +19,7 @@ from django.utils import timezone
 import explanations.services.explain as explain_service
 from explanations.models import Explanation, ExplanationStatus
 from explanations.services import messages_explain_batch
+from explanations.services.queueing import explanations_sweep
 from explanations.tasks import explain_batch
 from governance.services.model_versions import model_version_activate, model_version_with_threshold
 from scoring.constants import MessageStatus
@@ -26,7 +27,6 @@ from scoring.liveness import current_host_key
 from scoring.models import Message, WorkClaim
 from scoring.services.claims import Claimant
 from scoring.services.pipeline import messages_score_batch
-from scoring.services.queueing import messages_sweep
 from scoring.tasks import score_batch
 from tests.factories import MessageFactory
 
@@ -74,7 +74,7 @@ def gpu_queue():
 def scored(bodies: list[str]) -> list[int]:
     """Messages scored by the real pipeline and left `scored`, waiting for their explanation."""
     ids = [MessageFactory(body=body, status=MessageStatus.QUEUED).pk for body in bodies]
-    with mock.patch("scoring.services.pipeline.messages_enqueue_explanation"):
+    with mock.patch("explanations.services.queueing.messages_enqueue_explanation"):
         messages_score_batch(message_ids=ids)
     assert Message.objects.filter(id__in=ids, status=MessageStatus.SCORED).count() == len(ids)
     return ids
@@ -170,7 +170,7 @@ def test_a_flagged_message_whose_explanation_task_was_lost_is_explained_after_th
     settings.STUCK_AFTER_SECONDS = 300
     # when the sweeper runs
     with mock.patch("scoring.tasks.score_batch.apply_async"):
-        result = messages_sweep()
+        result = explanations_sweep()
     # then it publishes the lost one only, and that task takes it to review with its explanation
     assert result.explanations_requeued == 1 and gpu_queue == [[lost]]
     assert Message.objects.get(pk=lost).scored_at > timezone.now() - timedelta(seconds=60), "clock restarted"
@@ -179,3 +179,13 @@ def test_a_flagged_message_whose_explanation_task_was_lost_is_explained_after_th
     assert message.status == MessageStatus.IN_REVIEW and message.explained_at is not None
     assert Explanation.objects.filter(message=message, status=ExplanationStatus.OK).count() == 2
     assert Message.objects.get(pk=fresh).status == MessageStatus.SCORED
+
+
+def test_beat_runs_the_explanations_sweeper_beside_scorings(settings):
+    from explanations.tasks import sweep as explain_sweep_task
+    from scoring.tasks import sweep as scoring_sweep_task
+
+    schedule = settings.CELERY_BEAT_SCHEDULE
+    assert schedule["sweep-pipeline"]["task"] == scoring_sweep_task.name == "scoring.tasks.sweep"
+    assert schedule["sweep-explanations"]["task"] == explain_sweep_task.name == "explanations.tasks.sweep"
+    assert schedule["sweep-explanations"]["schedule"] == settings.SWEEP_INTERVAL_SECONDS

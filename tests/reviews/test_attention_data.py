@@ -1,10 +1,9 @@
 import numpy as np
 import pytest
 
+from explanations.attention_codec import decode_array, encode_array
 from reviews.attention_data import (
     AttentionDataError,
-    decode_array,
-    encode_array,
     heatmap_payload,
     parse_selection,
 )

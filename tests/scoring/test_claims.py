@@ -41,7 +41,7 @@ class WorkerDied(BaseException):
 
 @pytest.fixture(autouse=True)
 def no_explanations():
-    with mock.patch("scoring.services.pipeline.messages_enqueue_explanation"):
+    with mock.patch("explanations.services.queueing.messages_enqueue_explanation"):
         yield
 
 

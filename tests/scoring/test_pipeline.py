@@ -22,6 +22,7 @@ from scoring.services.queueing import (
     messages_sweep,
 )
 from scoring.services.transitions import path_fields
+from scoring.tasks import score_batch
 from tests.factories import MessageFactory
 
 pytestmark = pytest.mark.django_db
@@ -77,12 +78,20 @@ def test_a_batch_is_scored_matched_and_routed(tiny_model_version, django_capture
     with_threshold(tiny_model_version, 1.0)  # nothing flagged by the model: rules and QA decide
     hit, plain = queued(RULE_HIT), queued(NEUTRAL)
 
+    outcomes = []
+
+    def score_in_process(*, message_ids, claimant):  # the task's service, without a heartbeat thread
+        outcomes.append(messages_score_batch(message_ids=message_ids))
+        return outcomes[-1]
+
     with (
-        override_settings(QA_SAMPLE_RATE=0.0),
-        mock.patch("scoring.services.pipeline.messages_enqueue_explanation") as enqueue_explain,
+        override_settings(QA_SAMPLE_RATE=0.0, SCORING_DEVICE="cpu"),
+        mock.patch("scoring.services.pipeline.messages_score_batch", side_effect=score_in_process),
+        mock.patch("explanations.services.queueing.messages_enqueue_explanation") as enqueue_explain,
         django_capture_on_commit_callbacks(execute=True),
     ):
-        outcome = messages_score_batch(message_ids=[hit.pk, plain.pk])
+        score_batch.apply(args=[[hit.pk, plain.pk]]).get()
+    (outcome,) = outcomes
 
     hit.refresh_from_db()
     plain.refresh_from_db()
@@ -107,7 +116,7 @@ def test_a_score_at_or_above_the_threshold_flags_and_asks_for_an_explanation(tin
     with_threshold(tiny_model_version, 0.0)
     message = queued(NEUTRAL)
 
-    with mock.patch("scoring.services.pipeline.messages_enqueue_explanation"):
+    with mock.patch("explanations.services.queueing.messages_enqueue_explanation"):
         messages_score_batch(message_ids=[message.pk])
 
     message.refresh_from_db()
@@ -147,7 +156,7 @@ def test_scoring_the_same_batch_twice_writes_nothing_the_second_time(tiny_model_
     messages = [queued(f"{NEUTRAL} ({i})") for i in range(5)]
     ids = [m.pk for m in messages]
 
-    with mock.patch("scoring.services.pipeline.messages_enqueue_explanation"):
+    with mock.patch("explanations.services.queueing.messages_enqueue_explanation"):
         first = messages_score_batch(message_ids=ids)
         second = messages_score_batch(message_ids=ids)
 

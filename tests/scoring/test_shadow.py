@@ -39,7 +39,7 @@ def test_scoring_publishes_shadow_work_after_commit_and_the_shadow_routes_nothin
 
     with (
         mock.patch("scoring.services.shadow.messages_enqueue_shadow") as enqueue_shadow,
-        mock.patch("scoring.services.pipeline.messages_enqueue_explanation"),
+        mock.patch("explanations.services.queueing.messages_enqueue_explanation"),
         django_capture_on_commit_callbacks(execute=True),
     ):
         messages_score_batch(message_ids=[message.pk])

@@ -73,7 +73,7 @@ def test_a_message_that_does_not_fit_in_device_memory_is_deferred_uncharged(
             return scorer.score(bodies)
 
     with (
-        mock.patch("scoring.services.pipeline.messages_enqueue_explanation"),
+        mock.patch("explanations.services.queueing.messages_enqueue_explanation"),
         mock.patch("scoring.tasks.score_batch.apply_async") as publish,
         django_capture_on_commit_callbacks(execute=True),
     ):

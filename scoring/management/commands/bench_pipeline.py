@@ -33,6 +33,7 @@ from rest_framework.test import APIClient
 from tqdm import tqdm
 
 from compliance_site.celery import app as celery_app
+from core import queues
 from core.processes import BeatProcess, CeleryProcess, WorkerProcess, wait_until
 from core.roles import Role
 from scoring.classifier.loading import get_scorer
@@ -100,7 +101,7 @@ class Command(BaseCommand):
                 broker_url=broker_url, queues=settings.SCORING_QUEUE, name="bench", log_dir=log_dir, **env
             ),
             WorkerProcess(
-                broker_url=broker_url, queues="default", name="bench-default", log_dir=log_dir, **env
+                broker_url=broker_url, queues=queues.DEFAULT, name="bench-default", log_dir=log_dir, **env
             ),
             BeatProcess(broker_url=broker_url, name="bench-beat", log_dir=log_dir, **env),
         ]
