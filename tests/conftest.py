@@ -89,6 +89,8 @@ def seeded_transactional_db(django_db_serialized_rollback, transactional_db):
 from tests.support.models import (  # noqa: E402, F401
     tiny_model_artifact,
     tiny_model_version,
+    tiny_one_epoch_training,
+    tiny_training_inputs,
     trained_model_artifact,
     trained_model_version,
 )

@@ -5,6 +5,10 @@
   (threshold chosen by the real rule). Seconds to build; scores "guaranteed returns" text above
   neutral text, but it is a toy: use it to exercise plumbing, not to judge quality.
 - `tiny_model_version` (function): that artifact registered and ACTIVE in the test's database.
+- `tiny_training_inputs` (session): the tiny base encoder and the tiny corpus, read-only inputs
+  of the trainings that tests run themselves.
+- `tiny_one_epoch_training` (session): one epoch of the tiny training (a TrainResult), trained
+  once a run; tests that need two versions write it under their names (`save_training`).
 - `trained_model_artifact` (session): the real classifier, trained with the default
   configuration on the real corpus, cached under var/test-cache/<hash of corpus sha256,
   hyper-parameters and training code>/ so reruns are fast (CI trains it from scratch).
@@ -24,7 +28,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from scoring.classifier.training import TrainConfig, train_and_save
+from scoring.classifier.artifacts import save_artifact
+from scoring.classifier.training import TrainConfig, TrainResult, train, train_and_save
 from tests.support.tiny_model import build_tiny_encoder
 
 CLAIMS = {
@@ -145,6 +150,21 @@ def build_tiny_artifact(root: Path, *, name: str = "tiny-model", **overrides) ->
     return train_and_save(config, models_dir=root / "models", version=name, progress=False)
 
 
+def save_training(result: TrainResult, root: Path, *, name: str) -> Path:
+    """Write a training's result as the artifact root/models/<name>/, as `train_and_save` (and so
+    `build_tiny_artifact(root, name=name)`) writes it: the same files, the manifest naming `name`."""
+    target = root / "models" / name
+    save_artifact(
+        target,
+        model=result.model,
+        tokenizer=result.tokenizer,
+        manifest={**result.manifest, "version": name},
+        metrics=result.metrics,
+        eval_rows=result.eval_rows,
+    )
+    return target
+
+
 # The classifier code a trained model depends on: a change to any of them retrains the cache.
 TRAINING_CODE = (
     "training.py",
@@ -219,6 +239,22 @@ def _register_active(artifact: Path, reason: str):
 @pytest.fixture(scope="session")
 def tiny_model_artifact(tmp_path_factory) -> Path:
     return build_tiny_artifact(tmp_path_factory.mktemp("tiny-model"))
+
+
+@pytest.fixture(scope="session")
+def tiny_training_inputs(tmp_path_factory) -> tuple[Path, Path]:
+    """(base encoder, corpus) of the tiny training: trainings read them and write elsewhere."""
+    root = tmp_path_factory.mktemp("tiny-inputs")
+    return build_tiny_encoder(root / "base"), write_jsonl(root / "corpus.jsonl", tiny_corpus_rows())
+
+
+@pytest.fixture(scope="session")
+def tiny_one_epoch_training(tiny_training_inputs) -> TrainResult:
+    """`tiny_train_config(..., epochs=1)` trained once a run. The same configuration and seed train
+    the same model (test_training_is_reproducible_with_the_same_seed), so the tests that need two
+    versions of it save this one result under two names instead of training twice. Read-only."""
+    base, corpus = tiny_training_inputs
+    return train(tiny_train_config(base, corpus, epochs=1), progress=False)
 
 
 @pytest.fixture
