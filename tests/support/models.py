@@ -10,8 +10,9 @@
 - `tiny_one_epoch_training` (session): one epoch of the tiny training (a TrainResult), trained
   once a run; tests that need two versions write it under their names (`save_training`).
 - `trained_model_artifact` (session): the real classifier, trained with the default
-  configuration on the real corpus, cached under var/test-cache/<hash of corpus sha256,
-  hyper-parameters and training code>/ so reruns are fast (CI trains it from scratch).
+  configuration on the real corpus, cached under var/test-cache/<hash of everything that shapes
+  it: corpus, hyper-parameters (the fixed plan), base model files, evaluation sets, code, library
+  versions, resolved device and precision>/ so reruns are fast (CI trains it from scratch).
 - `trained_model_version` (function): that artifact registered and ACTIVE.
 
 The artifacts are session-scoped (built once); the ModelVersion rows are function-scoped,
@@ -165,28 +166,41 @@ def save_training(result: TrainResult, root: Path, *, name: str) -> Path:
     return target
 
 
-# The classifier code a trained model depends on: a change to any of them retrains the cache.
-TRAINING_CODE = (
-    "training.py",
-    "schedule.py",
-    "data.py",
-    "windows.py",
-    "scorer.py",
-    "threshold.py",
-    "metrics.py",
-    "modeling.py",
-    "mean_pooled.py",
-    "frozen.py",
-    "calibration.py",
-    "evaluation.py",
-)
+# The code a trained model depends on: every module of the classifier package (training, its
+# data, windows, schedule, precision, scorer and metrics, the artifact writer), how messages are
+# segmented and the labels. A change to any of them retrains the cache.
+TRAINING_CODE = ("scoring/classifier/*.py", "scoring/segmentation.py", "scoring/constants.py")
+# The libraries whose versions shape the weights, the tokenisation or the saved files.
+TRAINING_LIBRARIES = ("torch", "transformers", "tokenizers", "safetensors", "numpy")
+
+
+def _digest_files(paths) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        digest.update(str(path.name).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def _code_digest() -> str:
-    digest = hashlib.sha256()
-    for name in TRAINING_CODE:
-        digest.update((Path(settings.BASE_DIR) / "scoring" / "classifier" / name).read_bytes())
-    return digest.hexdigest()
+    base = Path(settings.BASE_DIR)
+    return _digest_files(path for pattern in TRAINING_CODE for path in base.glob(pattern))
+
+
+def _library_versions() -> dict:
+    from importlib.metadata import version
+
+    return {name: version(name) for name in TRAINING_LIBRARIES}
+
+
+def _resolved_run(config: TrainConfig) -> dict:
+    """Where and in what number format the run computes: "auto" resolves per machine (a bf16 CPU
+    trains under bf16 autocast, an AVX2-only one in float32), and the two do not train the same
+    weights."""
+    from scoring.classifier.device_check import resolve_device
+    from scoring.classifier.precision import resolve_precision
+
+    device = resolve_device(config.device)
+    return {"device": device.type, "precision": resolve_precision(config.precision, device)}
 
 
 def default_train_config() -> TrainConfig:
@@ -197,6 +211,12 @@ def default_train_config() -> TrainConfig:
 
 
 def trained_cache_dir(config: TrainConfig) -> Path:
+    """var/test-cache/<key>/: the key covers everything that shapes the artifact. The plan is
+    fixed (TrainConfig.epochs, no time budget: test_the_plan_does_not_depend_on_how_fast_the_
+    machine_is), so the hyper-parameters (epochs, seed, schedule, precision asked for) name the
+    run; with them the corpus, the base model's files (not only its folder name), the evaluation
+    sets metrics.json reports on, the code, the library versions, and the resolved device and
+    precision."""
     from scoring.classifier.data import corpus_sha256
 
     key = json.dumps(
@@ -204,7 +224,11 @@ def trained_cache_dir(config: TrainConfig) -> Path:
             "corpus": corpus_sha256(config.corpus_path),
             "hyperparameters": config.hyperparameters(),
             "base_model": Path(config.base_model).name,
+            "base_model_files": _digest_files(p for p in Path(config.base_model).rglob("*") if p.is_file()),
+            "evaluation_sets": _digest_files(Path(p) for p in config.evaluation_sets if Path(p).is_file()),
             "code": _code_digest(),
+            "libraries": _library_versions(),
+            "run": _resolved_run(config),
         },
         sort_keys=True,
     )
