@@ -41,12 +41,19 @@ def browser() -> Iterator[object]:
     # Inside Playwright's greenlet Django hands out other connection objects (its connection
     # handler is context-local); they need the serialized copy of the migrated rows too, or the
     # flush after each test re-creates content types that the next restore then collides with.
-    SERIALIZED["default"] = getattr(connections["default"], "_test_serialized_contents", None)
+    # The browser is launched in the setup of its first test, before that test's database restore
+    # (a session fixture comes first), so the restore already needs them: they are given them here,
+    # once Playwright runs (new_page keeps doing it per test).
+    for alias in connections:
+        SERIALIZED[alias] = getattr(connections[alias], "_test_serialized_contents", None)
     previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     try:
         with sync_playwright() as playwright:
             chromium = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+            for alias, contents in SERIALIZED.items():
+                if contents is not None and not hasattr(connections[alias], "_test_serialized_contents"):
+                    connections[alias]._test_serialized_contents = contents
             yield chromium
             chromium.close()
     finally:
