@@ -84,11 +84,15 @@ def seeded_transactional_db(django_db_serialized_rollback, transactional_db):
     return transactional_db
 
 
+# One Chromium for the whole run (tests/support/browser.py); the `browser` tests run last.
 # Model fixtures (tests/support/models.py): tiny_model_version and trained_model_version give a
 # registered, active ModelVersion; the *_artifact fixtures give the artifact folder.
+from tests.support.browser import browser  # noqa: E402, F401
 from tests.support.models import (  # noqa: E402, F401
     tiny_model_artifact,
     tiny_model_version,
+    tiny_one_epoch_training,
+    tiny_training_inputs,
     trained_model_artifact,
     trained_model_version,
 )
@@ -102,6 +106,11 @@ TRAINING_ALLOWANCE_S = 1500
 
 
 def pytest_collection_modifyitems(config, items):
+    # The browser tests run after all the others, in their collected order: the session's one
+    # Chromium (tests/support/browser.py) switches Django's async-safety check off while it lives,
+    # and no other test may run with it off.
+    in_browser = [i for i in items if i.get_closest_marker("browser") or "browser" in i.fixturenames]
+    items[:] = [i for i in items if i not in in_browser] + in_browser
     default = int(float(config.getini("timeout") or 0))
     if not default:
         return

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
 from django.test import Client
-
-from tests.conftest import require_or_skip
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -18,19 +15,11 @@ PLOTLY_CSS = django_settings.BASE_DIR / "static" / "plotly" / "plotly-global.css
 
 
 @pytest.fixture
-def browser_context(monkeypatch):
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    chromium = shutil.which("chromium")
-    require_or_skip(chromium is not None, "Chromium", "CLAIMWATCH_REQUIRE_BROWSER")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=chromium,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        yield browser.new_context()
-        browser.close()
+def browser_context(browser):
+    """A fresh context (its own cookies) of the session's one Chromium (tests/support/browser.py)."""
+    context = browser.new_context()
+    yield context
+    context.close()
 
 
 def test_the_heat_maps_render_with_plotly_styles_under_the_csp(live_server, browser_context, reviewer):

@@ -5,7 +5,9 @@ half of them) -> the disagreement alert fires for risk_free -> reviewers' decisi
 exported -> a challenger is trained with them -> in shadow it catches the new phrasings the
 active model misses -> activation with a reason -> on later traffic the disagreement falls back.
 
-Three simulated phases of 8 days, one after the other, each reviewed before the next starts
+The first phase is simulate_traffic's small run (tests/monitoring/test_simulate_traffic.py, SMALL),
+through the command, and its report is checked here as that command's end-to-end test. Three
+simulated phases of 8 days, one after the other, each reviewed before the next starts
 (the audit chain stays in time order). Everything runs through the real services: ingest,
 scoring, explanations (IG with 4 steps, to keep the test to minutes), locks and decisions,
 export, training, shadow scoring, activation. To train in about a minute, the challenger is
@@ -25,12 +27,16 @@ from governance.services.model_versions import model_version_activate
 from governance.services.shadow import model_version_set_shadow
 from monitoring import selectors
 from monitoring.simulation import SimulationConfig, simulate
+from reviews.models import ReviewDecision
+from reviews.selectors import audit_chain_report
 from reviews.training_data import as_jsonl, training_data_export
 from scoring.classifier.training import train_and_save
 from scoring.corpus.generator import generate_drift_messages, read_jsonl
 from scoring.models import Message, ModelActivation, Prediction
 from scoring.services.model_versions import model_version_register, train_config_from_settings
 from scoring.services.shadow import messages_shadow_score
+from tests.monitoring.test_simulate_traffic import SMALL
+from tests.monitoring.test_simulate_traffic import run as run_simulate_traffic
 from tests.support.models import write_jsonl
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
@@ -87,11 +93,32 @@ def test_drift_is_caught_learned_from_and_fixed_by_a_new_version(
     today = timezone.now().date()
     active = trained_model_version
 
-    # 1. Traffic drifts from day 4 of the first phase: the alert fires for the drifted type.
-    first = simulate(SimulationConfig(**PHASE, drift_day=4, seed=3), today=today - timedelta(days=18))
+    # 1. Traffic drifts from day 4 of the first phase: the alert fires for the drifted type. The
+    #    phase runs through the simulate_traffic command (its small run: test_simulate_traffic's
+    #    SMALL, the same configuration and seed), whose report and effects are checked here too:
+    #    the whole pipeline ran and the drift shows up as a rise and an alert.
+    first = run_simulate_traffic(**SMALL, days_ago=18)
+    assert SimulationConfig(**{**first["config"], "drift_types": tuple(first["config"]["drift_types"])}) == (
+        SimulationConfig(**PHASE, drift_day=4, seed=3)
+    )
+    assert first["last_day"] == (today - timedelta(days=19)).isoformat()
+    assert first["messages"] == 8 * 40 + 4 * 30 == Message.objects.count()
+    assert first["drift_messages"] == 120
+    assert first["decided"] > 0 and first["decided"] == ReviewDecision.objects.count()
+    assert first["explained"] > 0
+    effect = first["drift_effect"]["per_claim_type"][DRIFTED]
+    assert effect["drifted"] is True
+    assert effect["after"]["rate"] > effect["before"]["rate"]
+    assert any(a["claim_type"] == DRIFTED for a in first["drift_effect"]["alerts"]["day"])
+    listed = selectors.alerts(period="day")
+    assert any(a["claim_type"] == DRIFTED and a["start"] >= first["drift_day"] for a in listed)
+    # the replayed decisions keep the audit chain valid and in time order
+    assert audit_chain_report().intact
+    times = list(ReviewDecision.objects.order_by("sequence").values_list("created_at", flat=True))
+    assert times == sorted(times)
     alerts = [a for a in selectors.alerts(period="day", version=active) if a["claim_type"] == DRIFTED]
     assert alerts, "the disagreement alert must fire for the drifted claim type"
-    assert all(a["start"] >= first.drift_day for a in alerts)
+    assert all(a["start"] >= first["drift_day"] for a in alerts)
 
     # 2. Reviewers' decisions become labelled data, the drift phrasings among them.
     rows, summary = training_data_export()
@@ -144,7 +171,7 @@ def test_drift_is_caught_learned_from_and_fixed_by_a_new_version(
     )
     assert activation.previous == active and ModelActivation.objects.latest() == activation
     third = simulate(SimulationConfig(drift_day=1, seed=13, **PHASE), today=today)
-    before_x, before_n = pooled_rate(active, since=first.drift_day)
+    before_x, before_n = pooled_rate(active, since=first["drift_day"])
     after_x, after_n = pooled_rate(challenger)
     assert before_n and after_n and third.decided
     assert after_x / after_n < before_x / before_n, (after_x, after_n, before_x, before_n)

@@ -5,9 +5,14 @@
   (threshold chosen by the real rule). Seconds to build; scores "guaranteed returns" text above
   neutral text, but it is a toy: use it to exercise plumbing, not to judge quality.
 - `tiny_model_version` (function): that artifact registered and ACTIVE in the test's database.
+- `tiny_training_inputs` (session): the tiny base encoder and the tiny corpus, read-only inputs
+  of the trainings that tests run themselves.
+- `tiny_one_epoch_training` (session): one epoch of the tiny training (a TrainResult), trained
+  once a run; tests that need two versions write it under their names (`save_training`).
 - `trained_model_artifact` (session): the real classifier, trained with the default
-  configuration on the real corpus, cached under var/test-cache/<hash of corpus sha256,
-  hyper-parameters and training code>/ so reruns are fast (CI trains it from scratch).
+  configuration on the real corpus, cached under var/test-cache/<hash of everything that shapes
+  it: corpus, hyper-parameters (the fixed plan), base model files, evaluation sets, code, library
+  versions, resolved device and precision>/ so reruns are fast (CI trains it from scratch).
 - `trained_model_version` (function): that artifact registered and ACTIVE.
 
 The artifacts are session-scoped (built once); the ModelVersion rows are function-scoped,
@@ -24,7 +29,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from scoring.classifier.training import TrainConfig, train_and_save
+from scoring.classifier.artifacts import save_artifact
+from scoring.classifier.training import TrainConfig, TrainResult, train, train_and_save
 from tests.support.tiny_model import build_tiny_encoder
 
 CLAIMS = {
@@ -145,28 +151,56 @@ def build_tiny_artifact(root: Path, *, name: str = "tiny-model", **overrides) ->
     return train_and_save(config, models_dir=root / "models", version=name, progress=False)
 
 
-# The classifier code a trained model depends on: a change to any of them retrains the cache.
-TRAINING_CODE = (
-    "training.py",
-    "schedule.py",
-    "data.py",
-    "windows.py",
-    "scorer.py",
-    "threshold.py",
-    "metrics.py",
-    "modeling.py",
-    "mean_pooled.py",
-    "frozen.py",
-    "calibration.py",
-    "evaluation.py",
-)
+def save_training(result: TrainResult, root: Path, *, name: str) -> Path:
+    """Write a training's result as the artifact root/models/<name>/, as `train_and_save` (and so
+    `build_tiny_artifact(root, name=name)`) writes it: the same files, the manifest naming `name`."""
+    target = root / "models" / name
+    save_artifact(
+        target,
+        model=result.model,
+        tokenizer=result.tokenizer,
+        manifest={**result.manifest, "version": name},
+        metrics=result.metrics,
+        eval_rows=result.eval_rows,
+    )
+    return target
+
+
+# The code a trained model depends on: every module of the classifier package (training, its
+# data, windows, schedule, precision, scorer and metrics, the artifact writer), how messages are
+# segmented and the labels. A change to any of them retrains the cache.
+TRAINING_CODE = ("scoring/classifier/*.py", "scoring/segmentation.py", "scoring/constants.py")
+# The libraries whose versions shape the weights, the tokenisation or the saved files.
+TRAINING_LIBRARIES = ("torch", "transformers", "tokenizers", "safetensors", "numpy")
+
+
+def _digest_files(paths) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        digest.update(str(path.name).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def _code_digest() -> str:
-    digest = hashlib.sha256()
-    for name in TRAINING_CODE:
-        digest.update((Path(settings.BASE_DIR) / "scoring" / "classifier" / name).read_bytes())
-    return digest.hexdigest()
+    base = Path(settings.BASE_DIR)
+    return _digest_files(path for pattern in TRAINING_CODE for path in base.glob(pattern))
+
+
+def _library_versions() -> dict:
+    from importlib.metadata import version
+
+    return {name: version(name) for name in TRAINING_LIBRARIES}
+
+
+def _resolved_run(config: TrainConfig) -> dict:
+    """Where and in what number format the run computes: "auto" resolves per machine (a bf16 CPU
+    trains under bf16 autocast, an AVX2-only one in float32), and the two do not train the same
+    weights."""
+    from scoring.classifier.device_check import resolve_device
+    from scoring.classifier.precision import resolve_precision
+
+    device = resolve_device(config.device)
+    return {"device": device.type, "precision": resolve_precision(config.precision, device)}
 
 
 def default_train_config() -> TrainConfig:
@@ -177,6 +211,12 @@ def default_train_config() -> TrainConfig:
 
 
 def trained_cache_dir(config: TrainConfig) -> Path:
+    """var/test-cache/<key>/: the key covers everything that shapes the artifact. The plan is
+    fixed (TrainConfig.epochs, no time budget: test_the_plan_does_not_depend_on_how_fast_the_
+    machine_is), so the hyper-parameters (epochs, seed, schedule, precision asked for) name the
+    run; with them the corpus, the base model's files (not only its folder name), the evaluation
+    sets metrics.json reports on, the code, the library versions, and the resolved device and
+    precision."""
     from scoring.classifier.data import corpus_sha256
 
     key = json.dumps(
@@ -184,7 +224,11 @@ def trained_cache_dir(config: TrainConfig) -> Path:
             "corpus": corpus_sha256(config.corpus_path),
             "hyperparameters": config.hyperparameters(),
             "base_model": Path(config.base_model).name,
+            "base_model_files": _digest_files(p for p in Path(config.base_model).rglob("*") if p.is_file()),
+            "evaluation_sets": _digest_files(Path(p) for p in config.evaluation_sets if Path(p).is_file()),
             "code": _code_digest(),
+            "libraries": _library_versions(),
+            "run": _resolved_run(config),
         },
         sort_keys=True,
     )
@@ -219,6 +263,22 @@ def _register_active(artifact: Path, reason: str):
 @pytest.fixture(scope="session")
 def tiny_model_artifact(tmp_path_factory) -> Path:
     return build_tiny_artifact(tmp_path_factory.mktemp("tiny-model"))
+
+
+@pytest.fixture(scope="session")
+def tiny_training_inputs(tmp_path_factory) -> tuple[Path, Path]:
+    """(base encoder, corpus) of the tiny training: trainings read them and write elsewhere."""
+    root = tmp_path_factory.mktemp("tiny-inputs")
+    return build_tiny_encoder(root / "base"), write_jsonl(root / "corpus.jsonl", tiny_corpus_rows())
+
+
+@pytest.fixture(scope="session")
+def tiny_one_epoch_training(tiny_training_inputs) -> TrainResult:
+    """`tiny_train_config(..., epochs=1)` trained once a run. The same configuration and seed train
+    the same model (test_training_is_reproducible_with_the_same_seed), so the tests that need two
+    versions of it save this one result under two names instead of training twice. Read-only."""
+    base, corpus = tiny_training_inputs
+    return train(tiny_train_config(base, corpus, epochs=1), progress=False)
 
 
 @pytest.fixture

@@ -1,25 +1,18 @@
-"""Playwright (sync API) driving Debian's Chromium against pytest-django's live server.
-
-The browser is skipped when chromium is missing, unless CLAIMWATCH_REQUIRE_BROWSER=1 (CI), in
-which case the tests fail. Playwright's sync API runs an event loop in the test thread, so
-Django's async-safety check is switched off (DJANGO_ALLOW_ASYNC_UNSAFE) only while it runs."""
+"""Pages of the session's one Chromium (tests/support/browser.py: `browser`) against
+pytest-django's live server."""
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from django.db import connection, connections
-from django.urls import get_resolver
+from django.db import connection
 
-from tests.conftest import PASSWORD, require_or_skip
+from tests.conftest import PASSWORD
+from tests.support.browser import SERIALIZED
 
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
-_SERIALIZED: dict[str, str | None] = {}
 CSP_MARK = "CSP-VIOLATION "
 # Injected by Playwright before any page script: report each Content-Security-Policy violation
 # with its directive and source file, so a test can tell the product's own code from a library's.
@@ -30,43 +23,14 @@ REPORT_CSP_VIOLATIONS = (
     " element: e.target && e.target.outerHTML ? e.target.outerHTML.slice(0, 120) : ''}));"
     "});"
 )
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    executable = shutil.which("chromium")
-    require_or_skip(executable is not None, "Chromium", "CLAIMWATCH_REQUIRE_BROWSER")
-    from playwright.sync_api import sync_playwright
-
-    # Import the URLconf (explanations' views import torch) before the first navigation: on a busy
-    # 2-core machine that import alone took 20-40 s, beyond a page's 15 s timeout.
-    get_resolver().url_patterns  # noqa: B018
-
-    # Inside Playwright's greenlet Django hands out other connection objects (its connection
-    # handler is context-local); they need the serialized copy of the migrated rows too, or the
-    # flush after each test re-creates content types that the next restore then collides with.
-    _SERIALIZED["default"] = getattr(connections["default"], "_test_serialized_contents", None)
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_playwright() as playwright:
-            chromium = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-            yield chromium
-            chromium.close()
-    finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture
 def new_page(browser, live_server, committed_decisions):
     """Pages in fresh browser contexts (separate cookies), closed after the test; every page
     records console errors and dialogs so a test can assert that nothing ran."""
-    if _SERIALIZED.get("default") is not None and not hasattr(connection, "_test_serialized_contents"):
-        connection._test_serialized_contents = _SERIALIZED["default"]
+    if SERIALIZED.get("default") is not None and not hasattr(connection, "_test_serialized_contents"):
+        connection._test_serialized_contents = SERIALIZED["default"]
     contexts = []
 
     def make():

@@ -6,8 +6,7 @@ from django.core.management import CommandError, call_command
 
 from scoring.models import ModelActivation, ModelVersion
 from scoring.services.model_versions import model_version_register
-from tests.support.models import build_tiny_artifact, tiny_corpus_rows, write_jsonl
-from tests.support.tiny_model import build_tiny_encoder
+from tests.support.models import save_training, write_jsonl
 
 pytestmark = pytest.mark.django_db
 
@@ -21,10 +20,12 @@ def run(*args, stdin=None, **options):
 
 
 @pytest.fixture
-def tiny_training_settings(settings, tmp_path):
-    """Point the default training configuration at the tiny encoder and corpus."""
-    settings.BASE_MODEL_PATH = str(build_tiny_encoder(tmp_path / "base"))
-    settings.CORPUS_PATH = write_jsonl(tmp_path / "corpus.jsonl", tiny_corpus_rows())
+def tiny_training_settings(settings, tmp_path, tiny_training_inputs):
+    """Point the default training configuration at the tiny encoder and corpus (shared, read-only);
+    models are written under the test's own folder."""
+    base, corpus = tiny_training_inputs
+    settings.BASE_MODEL_PATH = str(base)
+    settings.CORPUS_PATH = corpus
     settings.MODELS_DIR = tmp_path / "models"
     settings.SCORING_DEVICE = "cpu"
     return settings
@@ -191,9 +192,12 @@ def test_ensure_model_does_nothing_when_a_version_is_active(tiny_model_version):
     assert ModelActivation.objects.count() == 1
 
 
-def test_ensure_model_activates_the_newest_intact_trained_version(tiny_training_settings, tmp_path):
-    older = model_version_register(artifact_dir=build_tiny_artifact(tmp_path / "a", name="older", epochs=1))
-    newer = model_version_register(artifact_dir=build_tiny_artifact(tmp_path / "b", name="newer", epochs=1))
+def test_ensure_model_activates_the_newest_intact_trained_version(
+    tiny_training_settings, tmp_path, tiny_one_epoch_training
+):
+    one_epoch = tiny_one_epoch_training
+    older = model_version_register(artifact_dir=save_training(one_epoch, tmp_path / "a", name="older"))
+    newer = model_version_register(artifact_dir=save_training(one_epoch, tmp_path / "b", name="newer"))
     (tmp_path / "b" / "models" / "newer" / "metrics.json").write_text("{}")  # damaged: skipped
 
     run("ensure_model")

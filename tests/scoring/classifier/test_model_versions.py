@@ -6,7 +6,7 @@ from governance.services.model_versions import model_version_activate, model_ver
 from scoring.errors import ArtifactError, ModelVersionError
 from scoring.models import ModelActivation, ModelVersion
 from scoring.services.model_versions import model_version_register
-from tests.support.models import build_tiny_artifact
+from tests.support.models import save_training
 
 pytestmark = pytest.mark.django_db
 
@@ -57,9 +57,12 @@ def test_activation_needs_a_reason(tiny_model_artifact):
     assert not version.is_active
 
 
-def test_activation_replaces_the_active_version_and_records_who_why_and_the_metrics(tmp_path, admin_user):
-    first = model_version_register(artifact_dir=build_tiny_artifact(tmp_path / "a", name="first", epochs=1))
-    second = model_version_register(artifact_dir=build_tiny_artifact(tmp_path / "b", name="second", epochs=1))
+def test_activation_replaces_the_active_version_and_records_who_why_and_the_metrics(
+    tmp_path, admin_user, tiny_one_epoch_training
+):
+    one_epoch = tiny_one_epoch_training
+    first = model_version_register(artifact_dir=save_training(one_epoch, tmp_path / "a", name="first"))
+    second = model_version_register(artifact_dir=save_training(one_epoch, tmp_path / "b", name="second"))
     model_version_activate(version=first, reason="initial")
 
     activation = model_version_activate(
@@ -77,9 +80,10 @@ def test_activation_replaces_the_active_version_and_records_who_why_and_the_metr
     assert ModelVersion.objects.filter(is_active=True).count() == 1
 
 
-def test_rolling_back_is_an_activation_of_the_older_version(tmp_path):
-    first = model_version_register(artifact_dir=build_tiny_artifact(tmp_path / "a", name="first", epochs=1))
-    second = model_version_register(artifact_dir=build_tiny_artifact(tmp_path / "b", name="second", epochs=1))
+def test_rolling_back_is_an_activation_of_the_older_version(tmp_path, tiny_one_epoch_training):
+    one_epoch = tiny_one_epoch_training
+    first = model_version_register(artifact_dir=save_training(one_epoch, tmp_path / "a", name="first"))
+    second = model_version_register(artifact_dir=save_training(one_epoch, tmp_path / "b", name="second"))
     model_version_activate(version=first, reason="initial")
     model_version_activate(version=second, reason="challenger")
 

@@ -24,16 +24,25 @@ TRAINING_MINUTES = 10
 
 
 @pytest.fixture(scope="module")
-def test_split_scored(trained_model_artifact):
+def float32_test_split(trained_model_artifact):
+    """The corpus test split scored once by a fresh float32 Scorer: (scorer, rows, results). The
+    quality bar reads it, and it is the bfloat16 test's reference (the flags and claim types the
+    bar counts are then bf16's too, which that test asserts)."""
     scorer = Scorer(
         trained_model_artifact,
         device="cpu",
         window_tokens=settings.WINDOW_TOKENS,
         stride=settings.WINDOW_STRIDE,
         token_budget=settings.TOKEN_BUDGET,
+        precision=FLOAT32,
     )
     rows = [r for r in read_jsonl(settings.CORPUS_PATH) if r["split"] == "test"]
-    results = scorer.score([r["body"] for r in rows])
+    return scorer, rows, scorer.score([r["body"] for r in rows])
+
+
+@pytest.fixture(scope="module")
+def test_split_scored(float32_test_split):
+    scorer, rows, results = float32_test_split
     scored = [
         {**row, "score": result.score, "predicted_type": result.claim_type}
         for row, result in zip(rows, results, strict=True)
@@ -41,14 +50,14 @@ def test_split_scored(trained_model_artifact):
     return scorer.threshold, scored
 
 
-def test_bfloat16_flags_and_types_every_test_message_as_float32_does(trained_model_artifact):
-    # given the trained classifier in both number formats, deciding at its threshold
-    exact = Scorer(trained_model_artifact, device="cpu", precision=FLOAT32)
+def test_bfloat16_flags_and_types_every_test_message_as_float32_does(float32_test_split):
+    # given the trained classifier in both number formats, deciding at its threshold (float32's
+    # scores of the test split: the module's one float32 pass)
+    exact, rows, reference = float32_test_split
     fast = exact.with_precision(BFLOAT16)
-    bodies = [r["body"] for r in read_jsonl(settings.CORPUS_PATH) if r["split"] == "test"]
 
     # when
-    reference, results = exact.score(bodies), fast.score(bodies)
+    results = fast.score([r["body"] for r in rows])
 
     # then the flags, and the claim types of flagged messages, are float32's, re-scoring only
     # the windows near the threshold; the other scores move by bf16 rounding only

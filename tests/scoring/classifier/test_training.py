@@ -16,13 +16,12 @@ from scoring.classifier.training import TrainConfig, train, train_and_save
 from scoring.constants import CLASS_LABELS
 from scoring.errors import TrainingDataError
 from tests.support.models import tiny_corpus_rows, tiny_train_config, write_jsonl
-from tests.support.tiny_model import build_tiny_encoder
 
 
-@pytest.fixture(scope="module")
-def tiny_inputs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tiny-inputs")
-    return build_tiny_encoder(root / "base"), write_jsonl(root / "corpus.jsonl", tiny_corpus_rows())
+@pytest.fixture
+def tiny_inputs(tiny_training_inputs):
+    """(base encoder, corpus): the session's, read-only."""
+    return tiny_training_inputs
 
 
 def test_training_saves_an_artifact_the_scorer_loads(tiny_model_artifact):
