@@ -1,4 +1,4 @@
-"""Role enforcement for pages: a decorator for function views and a mixin for class views.
+"""Role enforcement for pages: a decorator for (function) views.
 
 Anonymous users are sent to the login page; a signed-in user without one of the roles gets
 403. Safe (read) and unsafe (write) methods can require different roles, so a page an auditor
@@ -44,19 +44,3 @@ def role_required(*roles: Role, write_roles: Iterable[Role] | None = None) -> Ca
         return wrapped
 
     return decorator
-
-
-class RoleRequiredMixin:
-    """Class-based view counterpart of `role_required`: set `required_roles` (and optionally
-    `write_roles`)."""
-
-    required_roles: tuple[Role, ...] = ()
-    write_roles: tuple[Role, ...] | None = None
-
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not self.required_roles:
-            raise PermissionDenied("This view declares no roles.")
-        if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path())
-        check_roles(request, self.required_roles, self.write_roles)
-        return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
