@@ -21,9 +21,9 @@ from scoring.models import ClaimType, Message, ModelVersion, Prediction
 from scoring.rules import RuleSpec
 
 SEED_BATCH = 5_000
-# Sentences of the seeded bodies: office prose full of the words rules look for in innocent
-# contexts, some claims, and the phrases the "few" draft's new rules match.
-PROSE = [
+# Office prose with the words the rules look for in innocent contexts (the expensive case for the
+# matcher: many candidate matches that the guards must reject); bench_rules reads it too.
+RULE_WORDS_PROSE = (
     "Please find the quarterly letter attached.",
     "Guaranteed delivery within three days on every order.",
     "Our returns policy allows thirty days.",
@@ -32,6 +32,11 @@ PROSE = [
     "Past performance is no guarantee of future returns.",
     "The team will double in size next year.",
     "No risk assessment was needed for the office move.",
+)
+# Sentences of the seeded bodies: that prose, some claims, and the phrases the "few" draft's new
+# rules match.
+PROSE = [
+    *RULE_WORDS_PROSE,
     "Let me know if you have questions about the portfolio review.",
     "The meeting moved to Thursday at ten.",
 ]

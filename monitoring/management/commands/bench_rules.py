@@ -12,21 +12,10 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from monitoring.bench_backtest import RULE_WORDS_PROSE
 from scoring.rules import match
 from scoring.selectors import active_compiled_rules
 
-# Neutral office prose with the words the rules look for in innocent contexts (the expensive
-# case: many candidate matches that the guards must reject), plus a few real claims.
-NEUTRAL = [
-    "Please find the quarterly letter attached.",
-    "Guaranteed delivery within three days on every order.",
-    "Our returns policy allows thirty days.",
-    "Start your risk-free 30-day trial today.",
-    "The SEC filing is attached for your records.",
-    "Past performance is no guarantee of future returns.",
-    "The team will double in size next year.",
-    "No risk assessment was needed for the office move.",
-]
 CLAIMS = [
     "Your returns are guaranteed.",
     "This is a risk-free investment.",
@@ -39,7 +28,7 @@ def build_message(rng: random.Random, chars: int) -> str:
     parts: list[str] = []
     size = 0
     while size < chars:
-        sentence = rng.choice(CLAIMS) if rng.random() < 0.05 else rng.choice(NEUTRAL)
+        sentence = rng.choice(CLAIMS) if rng.random() < 0.05 else rng.choice(RULE_WORDS_PROSE)
         parts.append(sentence)
         size += len(sentence) + 1
     return " ".join(parts)[:chars]
