@@ -556,6 +556,8 @@ CANARY_ON_ACTIVATION = env_bool("CANARY_ON_ACTIVATION", True)
 FAITHFULNESS_REPORT_SAMPLE = env_int("FAITHFULNESS_REPORT_SAMPLE", 40, minimum=0)
 # The threshold rule's target (scoring.classifier.threshold): claim recall on the val split.
 THRESHOLD_TARGET_RECALL = env_float("THRESHOLD_TARGET_RECALL", 0.90, low=0.01, high=1.0)
+# ... and the least val recall it keeps within each claim type (at most the target).
+THRESHOLD_TYPE_FLOOR = env_float("THRESHOLD_TYPE_FLOOR", 0.80, low=0.01, high=1.0)
 # Default training corpus of `train_classifier` (its plan is fixed by the configuration, not by time).
 CORPUS_PATH = Path(env_str("CORPUS_PATH", str(BASE_DIR / "scoring" / "corpus" / "claims.jsonl")))
 # Hand-written evaluation sets (never trained on, never used to choose a threshold): measured by

@@ -2,11 +2,19 @@
 
 Rule: the threshold is the HIGHEST score t such that flagging every message with score >= t
 recalls at least `target_recall` (default 0.90, settings.THRESHOLD_TARGET_RECALL) of the claims
-in the validation split, overall AND within each claim type. The highest such t keeps the most
-precision for that recall; asking it of every type keeps one weak type from hiding behind the
-strong ones in the overall figure (the test-split bar is per type too). It is chosen once, on
-val, when a model is trained, and stored on the model version; the test split only reports what
-that threshold does. A different threshold is a new model version.
+in the validation split overall, and at least `type_floor` (default 0.80,
+settings.THRESHOLD_TYPE_FLOOR) within each claim type. The highest such t keeps the most
+precision for that recall; the floor keeps one weak type from hiding behind the strong ones in
+the overall figure. It is chosen once, on val, when a model is trained, and stored on the model
+version; the test split only reports what that threshold does. A different threshold is a new
+model version.
+
+Why a floor below the target and not the target for every type: on a family-disjoint val split
+each type's last tenth is a handful of families, and the type whose tail scores lowest sets the
+threshold for all mail. Measured on the default model (README, "The model"): asking 0.90 of every
+type gave threshold 0.168 and routed 12.2 % of the hand-written ordinary traffic of
+`dev_ordinary`; 0.90 overall with a 0.80 floor per type gives 0.267 and 7.8 %, while recall on the
+hand-written claims of `dev_mixed` goes from 0.871 to 0.857 (one claim of 70).
 
 Why 0.90 and not 0.95: on a family-disjoint val split the last 5 % of claims are the phrasings
 least like anything in train, and reaching them drags the threshold down to where innocent mail
@@ -21,13 +29,20 @@ import math
 from collections.abc import Sequence
 
 DEFAULT_TARGET_RECALL = 0.90
+DEFAULT_TYPE_FLOOR = 0.80
 
 
-def describe_rule(target_recall: float = DEFAULT_TARGET_RECALL) -> str:
+def describe_rule(target_recall: float = DEFAULT_TARGET_RECALL, type_floor: float | None = None) -> str:
     """The rule in words, as stored on a model version and shown in the UI."""
+    floor = target_recall if type_floor is None else type_floor
+    each = (
+        "overall and for each claim type"
+        if floor == target_recall
+        else f"overall and >= {floor:.2f} for each claim type"
+    )
     return (
         f"highest threshold with claim recall >= {target_recall:.2f} on the validation split, "
-        "overall and for each claim type (a message is flagged when its score >= threshold)"
+        f"{each} (a message is flagged when its score >= threshold)"
     )
 
 
@@ -44,17 +59,21 @@ def choose_threshold(
     *,
     target_recall: float = DEFAULT_TARGET_RECALL,
     claim_types: Sequence[str | None] | None = None,
+    type_floor: float | None = None,
 ) -> float:
     """The highest t with recall(score >= t) >= target_recall over all claims and, when
-    `claim_types` is given (one per row, ignored for negatives), within each type's claims.
-    `labels` are 1 (claim) / 0. Recall only grows as t falls, so that t is the lowest of the
-    per-group highest ones."""
+    `claim_types` is given (one per row, ignored for negatives), >= type_floor (default: the
+    target itself) within each type's claims. `labels` are 1 (claim) / 0. Recall only grows as t
+    falls, so that t is the lowest of the per-group highest ones."""
     if len(scores) != len(labels):
         raise ValueError(f"{len(scores)} scores but {len(labels)} labels.")
     if claim_types is not None and len(claim_types) != len(labels):
         raise ValueError(f"{len(claim_types)} claim types but {len(labels)} labels.")
     if not 0.0 < target_recall <= 1.0:
         raise ValueError(f"target_recall={target_recall} must be in (0, 1].")
+    floor = target_recall if type_floor is None else type_floor
+    if not 0.0 < floor <= target_recall:
+        raise ValueError(f"type_floor={type_floor} must be in (0, target_recall].")
     groups: dict[str | None, list[float]] = {None: []}
     for i, (score, label) in enumerate(zip(scores, labels, strict=True)):
         if label != 1:
@@ -64,5 +83,7 @@ def choose_threshold(
             groups.setdefault(f"type:{claim_types[i]}", []).append(float(score))
     if not groups[None]:
         raise ValueError("The validation split has no claims: no threshold can be chosen by recall.")
-    threshold = min(_highest_keeping(group, target_recall) for group in groups.values())
+    threshold = min(
+        _highest_keeping(group, target_recall if key is None else floor) for key, group in groups.items()
+    )
     return min(1.0, max(0.0, threshold))

@@ -57,7 +57,12 @@ from scoring.classifier.modeling import CLS, POOLINGS, classifier_class
 from scoring.classifier.precision import FLOAT32, autocast, resolve_precision
 from scoring.classifier.schedule import AnnealingPlan
 from scoring.classifier.scorer import Scorer, resolve_device
-from scoring.classifier.threshold import DEFAULT_TARGET_RECALL, choose_threshold, describe_rule
+from scoring.classifier.threshold import (
+    DEFAULT_TARGET_RECALL,
+    DEFAULT_TYPE_FLOOR,
+    choose_threshold,
+    describe_rule,
+)
 from scoring.constants import CLASS_LABELS
 from scoring.segmentation import SEGMENTATION_VERSION
 
@@ -88,6 +93,7 @@ class TrainConfig:
     negatives_per_message: int = 2
     erase_rationales: bool = False  # also train on each claim with its claim phrases deleted, as no_claim
     target_recall: float = DEFAULT_TARGET_RECALL
+    type_floor: float = DEFAULT_TYPE_FLOOR  # each claim type's val recall at the threshold
     freeze_layers: int = 3  # embeddings and the lowest N encoder layers frozen (0: none, full fine-tuning)
     cache_frozen: bool = True  # compute the frozen layers once per window (frozen.py)
     layer_lr_decay: float = 1.0  # encoder layer i trains at lr * decay ** (layers - i)
@@ -113,6 +119,8 @@ class TrainConfig:
             problems.append("warm-up ratio must be in [0, 1)")
         if not 0 < self.target_recall <= 1:
             problems.append("target recall must be in (0, 1]")
+        if not 0 < self.type_floor <= self.target_recall:
+            problems.append("type floor must be in (0, target recall]")
         if self.freeze_layers < 0:
             problems.append("freeze_layers must be >= 0")
         if not 0 < self.layer_lr_decay <= 1:
@@ -317,19 +325,20 @@ def scored_from_windows(
     return out
 
 
-def _rule_threshold(val_rows: Sequence[dict], target_recall: float) -> float:
+def _rule_threshold(val_rows: Sequence[dict], target_recall: float, type_floor: float) -> float:
     return choose_threshold(
         [r["score"] for r in val_rows],
         [r["label"] for r in val_rows],
         target_recall=target_recall,
         claim_types=[r["claim_type"] for r in val_rows],
+        type_floor=type_floor,
     )
 
 
-def selection_key(val_rows: Sequence[dict], target_recall: float) -> tuple[float, float]:
+def selection_key(val_rows: Sequence[dict], target_recall: float, type_floor: float) -> tuple[float, float]:
     """How early stopping compares epochs: precision on val at the threshold the rule would
     choose (what the product lives with), then mean message log loss as the tie-breaker."""
-    threshold = _rule_threshold(val_rows, target_recall)
+    threshold = _rule_threshold(val_rows, target_recall, type_floor)
     precision = summarize(val_rows, threshold)["overall"]["precision"] or 0.0
     return precision, -float(np.mean([r["nll"] for r in val_rows]))
 
@@ -488,7 +497,7 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
             best_epoch = epoch
             continue
         val_scored = evaluate(make_scorer(), val_rows, desc=f"val {epoch}", progress=progress)
-        key = selection_key(val_scored, config.target_recall)
+        key = selection_key(val_scored, config.target_recall, config.type_floor)
         history.append(
             {
                 **record,
@@ -520,7 +529,7 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
     # The calibrated val scores from the same window probabilities (a second pass would give the
     # same numbers: folding T into the head divides the logits by T).
     val_scored = scored_from_windows(val_rows, probabilities, offsets, temperature)
-    threshold = _rule_threshold(val_scored, config.target_recall)
+    threshold = _rule_threshold(val_scored, config.target_recall, config.type_floor)
     scorer = make_scorer(threshold)
     test_scored = evaluate(scorer, test_rows, desc="test", progress=progress)
     for row in val_scored + test_scored:
@@ -528,7 +537,7 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
     in_distribution = [r for r in test_scored if NOVEL not in r["slices"]]
     novel = [r for r in test_scored if NOVEL in r["slices"]]
     test_in_distribution = summarize(in_distribution, threshold)
-    rule = describe_rule(config.target_recall)
+    rule = describe_rule(config.target_recall, config.type_floor)
     extra_data = [
         {"path": str(path), "sha256": file_sha256(path), "rows": len(rows)} for path, rows in extras
     ]

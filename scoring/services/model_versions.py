@@ -104,4 +104,6 @@ def train_config_from_settings(**overrides):
         "token_budget": settings.TOKEN_BUDGET,
     }
     values.update({key: value for key, value in overrides.items() if value is not None})
+    if overrides.get("type_floor") is None:  # the floor never asks more than the target
+        values["type_floor"] = min(settings.THRESHOLD_TYPE_FLOOR, values["target_recall"])
     return TrainConfig(**values)

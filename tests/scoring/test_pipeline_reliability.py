@@ -273,7 +273,7 @@ def test_a_batch_whose_worker_was_sigkilled_on_the_filesystem_broker_is_recovere
             wait_until(lambda: scored_count(ids) == 60, timeout=120, what="all 60 messages after the kill")
             # and every claim ends with its batch: the survivor may still be explaining what it
             # routed, and stopping it mid-batch would leave that claim for the next sweep
-            wait_until(lambda: not WorkClaim.objects.exists(), timeout=120, what="the survivor's claims to end")
+            wait_until(lambda: not WorkClaim.objects.exists(), timeout=120, what="claims to end")
     finally:
         survivor.stop()
 

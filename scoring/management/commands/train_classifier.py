@@ -80,6 +80,9 @@ class Command(BaseCommand):
         )
         parser.add_argument("--device", default=None, help="auto, cpu or cuda (SCORING_DEVICE).")
         parser.add_argument("--target-recall", type=float, default=None, help="THRESHOLD_TARGET_RECALL.")
+        parser.add_argument(
+            "--type-floor", type=float, default=None, help="THRESHOLD_TYPE_FLOOR: least val recall per type."
+        )
         parser.add_argument("--no-progress", action="store_true", help="No progress bars.")
 
     def handle(self, *args, **options):
@@ -93,6 +96,7 @@ class Command(BaseCommand):
                 batch_size=options["batch_size"],
                 seed=options["seed"],
                 target_recall=options["target_recall"],
+                type_floor=options["type_floor"],
                 device=options["device"],
                 freeze_layers=options["freeze_layers"],
                 layer_lr_decay=options["layer_lr_decay"],

@@ -69,6 +69,37 @@ def test_every_claim_type_must_reach_the_target_on_its_own():
     assert sum(s >= per_type for s in b_scores) / 4 >= 0.9
 
 
+def test_a_type_floor_below_the_target_asks_less_of_each_type_than_of_all_claims():
+    # Type a: ten claims at 0.9, 0.8, ..., 0.0; type b: ten claims at 0.95. Overall 0.90 of the 20
+    # claims is 18: down to a's eighth claim (0.2). A floor of 0.90 per type needs a's ninth
+    # (0.1); a floor of 0.80 keeps the overall one, and 0.50 cannot ask more than the overall.
+    a = [round(0.9 - 0.1 * i, 1) for i in range(10)]
+    scores = a + [0.95] * 10 + [0.5]
+    labels = [1] * 20 + [0]
+    types = ["a"] * 10 + ["b"] * 10 + [None]
+
+    def rule(floor):
+        return choose_threshold(scores, labels, target_recall=0.9, claim_types=types, type_floor=floor)
+
+    assert rule(None) == rule(0.9) == pytest.approx(0.1)
+    assert rule(0.8) == pytest.approx(0.2)
+    assert rule(0.5) == pytest.approx(0.2)
+    assert choose_threshold(scores, labels, target_recall=0.9, claim_types=types, type_floor=0.7) == (
+        pytest.approx(0.2)
+    )
+
+
+@pytest.mark.parametrize("floor", [0.0, 0.95, -1.0])
+def test_a_type_floor_outside_zero_to_the_target_is_refused(floor):
+    with pytest.raises(ValueError, match="type_floor"):
+        choose_threshold([0.5, 0.6], [1, 1], target_recall=0.9, type_floor=floor)
+
+
+def test_the_rule_names_the_floor_when_it_is_below_the_target():
+    assert "overall and >= 0.80 for each claim type" in describe_rule(0.9, 0.8)
+    assert "overall and for each claim type" in describe_rule(0.9, 0.9)
+
+
 def test_claim_types_must_line_up_with_the_labels():
     with pytest.raises(ValueError, match="claim types"):
         choose_threshold([0.5, 0.6], [1, 1], claim_types=["a"])

@@ -87,12 +87,16 @@ def test_the_threshold_is_chosen_on_val_by_the_rule(tiny_model_artifact):
     from scoring.classifier.threshold import choose_threshold
 
     val = [r for r in read_eval_rows(tiny_model_artifact) if r["split"] == "val"]
+    manifest = read_manifest(tiny_model_artifact)
+    rule = manifest["hyperparameters"]
 
-    assert read_manifest(tiny_model_artifact)["threshold"] == choose_threshold(
+    assert (rule["target_recall"], rule["type_floor"]) == (0.90, 0.80)
+    assert manifest["threshold"] == choose_threshold(
         [r["score"] for r in val],
         [r["label"] for r in val],
-        target_recall=0.95,
+        target_recall=0.90,
         claim_types=[r["claim_type"] for r in val],
+        type_floor=0.80,
     )
 
 
