@@ -40,6 +40,7 @@ from transformers import AutoTokenizer
 
 from scoring.classifier.artifacts import save_artifact
 from scoring.classifier.calibration import fit_temperature, fold_temperature
+from scoring.classifier.contrastive import contrastive_stage, draw_pairs
 from scoring.classifier.data import (
     Example,
     bucketed_batches,
@@ -98,6 +99,8 @@ class TrainConfig:
     cache_frozen: bool = True  # compute the frozen layers once per window (frozen.py)
     layer_lr_decay: float = 1.0  # encoder layer i trains at lr * decay ** (layers - i)
     label_smoothing: float = 0.0
+    contrastive_pairs: int = 0  # a SetFit-style stage on this many window pairs before the head (0: none)
+    contrastive_lr: float = 2e-5
     calibrate: bool = True  # temperature scaling fitted on val, folded into the head
     segmented: bool = True  # read message parts apart (scoring.segmentation)
     units: str = "windows"  # what is scored: token windows of each part, or its sentences and pairs
@@ -127,6 +130,10 @@ class TrainConfig:
             problems.append("layer_lr_decay must be in (0, 1]")
         if not 0 <= self.label_smoothing < 1:
             problems.append("label_smoothing must be in [0, 1)")
+        if self.contrastive_pairs < 0:
+            problems.append("contrastive_pairs must be >= 0")
+        if not 0 < self.contrastive_lr < 1:
+            problems.append("contrastive_lr must be in (0, 1)")
         if self.pooling not in POOLINGS:
             problems.append(f"pooling must be one of {', '.join(POOLINGS)}")
         if problems:
@@ -453,6 +460,22 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
             token_budget=config.token_budget,
         )
         cache_seconds = time.monotonic() - cache_start
+    contrastive = None
+    if config.contrastive_pairs:
+        pairs = draw_pairs([e for batch in plans[0] for e in batch], config.contrastive_pairs, rng)
+        contrastive = contrastive_stage(
+            model,
+            pairs,
+            parameter_groups=parameter_groups(model, replace(config, lr=config.contrastive_lr)),
+            device=device,
+            pad_id=pad_id,
+            precision=precision,
+            batch_size=config.batch_size,
+            warmup_ratio=config.warmup_ratio,
+            lower=lower,
+            frozen=config.freeze_layers,
+            progress=progress,
+        )
 
     history: list[dict] = []
     best_key, best_state, best_epoch, stale = None, None, 0, 0
@@ -579,6 +602,7 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
             "train_seconds": round(train_seconds, 1),
             "frozen_layers_cache_seconds": round(cache_seconds, 1),
             "frozen_layers_cached_windows": len(lower) if lower is not None else 0,
+            "contrastive_stage": contrastive,
             "train_examples_per_s": round(seen_examples / train_seconds, 2) if train_seconds else None,
             "train_tokens_per_s": round(seen_tokens / train_seconds, 1) if train_seconds else None,
             "train_messages": len(train_rows),

@@ -74,6 +74,13 @@ class Command(BaseCommand):
             help="Also train on every claim with its claim phrases deleted, as no_claim.",
         )
         parser.add_argument(
+            "--contrastive-pairs",
+            type=int,
+            default=DEFAULTS.contrastive_pairs,
+            help="A SetFit-style contrastive stage on this many window pairs before the head (0: none).",
+        )
+        parser.add_argument("--contrastive-lr", type=float, default=DEFAULTS.contrastive_lr)
+        parser.add_argument(
             "--no-calibration",
             action="store_true",
             help="No temperature scaling (scores as the model gives).",
@@ -108,6 +115,8 @@ class Command(BaseCommand):
                 config,
                 negatives_per_message=options["negatives_per_message"],
                 erase_rationales=options["erase_rationales"],
+                contrastive_pairs=options["contrastive_pairs"],
+                contrastive_lr=options["contrastive_lr"],
             )
             if options["no_calibration"]:
                 config = replace(config, calibrate=False)
