@@ -52,6 +52,38 @@ def test_quoted_history_already_seen_in_the_thread_is_kept_for_display_but_not_s
     assert plan.seen[1][0]["message_id"] == first.pk
 
 
+def test_the_pipeline_stores_history_already_seen_as_a_seen_part_and_does_not_score_it_again(
+    tiny_model_version, settings
+):
+    settings.QA_SAMPLE_RATE = 0.0
+    question = "Is the fund guaranteed to return 8% every year?\nMy wife asks too."
+    first, reply = store(
+        mail(question, message_id="<q2@client.example>").as_bytes(),
+        mail(
+            "No: nothing is guaranteed.",
+            message_id="<r2@bank.example>",
+            in_reply_to="<q2@client.example>",
+            references=["<q2@client.example>"],
+            quoted=question,
+        ).as_bytes(),
+    )
+
+    # when both are scored by the real pipeline, in one batch
+    messages_score_batch(message_ids=[first.pk, reply.pk])
+
+    # then the reply's prediction shows the quoted question as already seen, names where it was
+    # seen, and none of its windows read it
+    prediction = Prediction.objects.get(message=reply)
+    seen = [p for p in prediction.segments if p["kind"] == SEEN]
+    assert len(seen) == 1 and not seen[0]["routes"]
+    assert "Is the fund guaranteed" in reply.body[seen[0]["start"] : seen[0]["end"]]
+    assert prediction.context["seen_quoted"] == [
+        {"start": seen[0]["start"], "end": seen[0]["end"], "message_id": first.pk}
+    ]
+    assert prediction.window_scores and all(w["end"] <= seen[0]["start"] for w in prediction.window_scores)
+    assert "seen_quoted" not in Prediction.objects.get(message=first).context
+
+
 def test_a_text_attachment_is_a_part_of_its_own():
     (message,) = store(
         mail(
