@@ -28,9 +28,11 @@ from reviews.selectors.queue import (
     queue_priority,
 )
 from reviews.selectors.records import (
+    JudgedReading,
     RecordFilters,
     decision_detail,
     decision_history,
+    decision_reading,
     decision_records,
     decision_superseded_by,
     double_review_pair,
@@ -46,6 +48,7 @@ __all__ = [
     "AttentionMeta",
     "Evidence",
     "FacetValue",
+    "JudgedReading",
     "QueueFacets",
     "QueueFilters",
     "RecordEvidence",
@@ -54,6 +57,7 @@ __all__ = [
     "audit_chain_report",
     "decision_detail",
     "decision_history",
+    "decision_reading",
     "decision_records",
     "decision_snapshot",
     "decision_superseded_by",

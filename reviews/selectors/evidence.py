@@ -198,6 +198,13 @@ def snapshot_build(
             "claim_type": prediction.claim_type.code if prediction.claim_type else None,
             "claim_type_name": prediction.claim_type.name if prediction.claim_type else None,
             "probabilities": prediction.probabilities,
+            # How the model read the message, as the reviewer was shown it: its parts (body,
+            # signature, quoted and already-seen history, attachments), each window's score, and
+            # the context it was read with (a chat line's earlier lines). The record page draws
+            # the message from these; the prediction row itself is not guarded once reviewed.
+            "segments": prediction.segments,
+            "window_scores": prediction.window_scores,
+            "context": prediction.context,
         }
     matches = [
         {
@@ -236,7 +243,8 @@ def decision_snapshot(
     message: Message, *, reviewer: User | None = None, claim_type: ClaimType | None = None
 ) -> dict[str, Any]:
     """What a decision judged, as JSON-safe data: the routing prediction (model version,
-    score, threshold, predicted claim type, probabilities), the rule matches, the explanation
+    score, threshold, predicted claim type, probabilities, the message parts, window scores and
+    context the model read), the rule matches, the explanation
     shown with its faithfulness verdict and the digest of its words, the message text's digest,
     the QA-sample flag, and (with `reviewer`) the names of the moment."""
     prediction = message.routing_prediction

@@ -24,7 +24,7 @@ from reviews.pagination import (
     keyset_page,
 )
 from scoring.constants import MessageStatus
-from scoring.models import ClaimType, Message, ModelVersion
+from scoring.models import ClaimType, Message, ModelVersion, Prediction
 
 
 def _pair_fields(prefix: str) -> dict[str, F]:
@@ -216,4 +216,39 @@ def decision_history(decision: ReviewDecision) -> QuerySet[ReviewDecision]:
         ReviewDecision.objects.filter(message_id=decision.message_id)
         .select_related("reviewer")
         .only("id", "sequence", "verdict", "created_at", "reviewer__username", "supersedes_id", "snapshot")
+    )
+
+
+@dataclass(frozen=True)
+class JudgedReading:
+    """How the model read the message a decision judged: the message parts, the window scores and
+    the context (a chat line's earlier lines, quoted history already seen). `recorded`: taken from
+    the decision's snapshot; False for a record written before snapshots kept them, whose reading
+    comes from the prediction stored now (and cannot be shown to be what the reviewer saw)."""
+
+    segments: list[dict[str, Any]]
+    window_scores: list[dict[str, Any]]
+    context: dict[str, Any]
+    recorded: bool
+
+
+def decision_reading(decision: ReviewDecision) -> JudgedReading:
+    """The reading of `decision`'s prediction: from its snapshot, else the stored prediction."""
+    shown = (decision.snapshot or {}).get("prediction") or {}
+    if "context" in shown:
+        return JudgedReading(
+            list(shown.get("segments") or []),
+            list(shown.get("window_scores") or []),
+            dict(shown.get("context") or {}),
+            recorded=True,
+        )
+    row = (
+        Prediction.objects.filter(pk=shown["id"]).values("segments", "window_scores", "context").first()
+        if isinstance(shown.get("id"), int)
+        else None
+    )
+    if row is None:
+        return JudgedReading([], [], {}, recorded=False)
+    return JudgedReading(
+        list(row["segments"] or []), list(row["window_scores"] or []), dict(row["context"] or {}), False
     )

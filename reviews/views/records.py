@@ -17,13 +17,14 @@ from reviews.audit import Comparison
 from reviews.checkpoint_store import checkpoint_store
 from reviews.forms import RecordFilterForm
 from reviews.hashing import record_hash
-from reviews.highlight import RuleSpan, build_segments
+from reviews.highlight import RuleSpan, build_parts, build_segments
 from reviews.models import ReviewDecision
 from reviews.pagination import InvalidCursor
 from reviews.selectors import (
     audit_chain_report,
     decision_detail,
     decision_history,
+    decision_reading,
     decision_records,
     decision_superseded_by,
     escalated_messages,
@@ -33,7 +34,7 @@ from reviews.selectors import (
     records_page,
 )
 from reviews.selectors.records_csv import records_csv_lines
-from reviews.selectors.sources import message_source
+from reviews.selectors.sources import message_source, name_attachment_parts
 from reviews.views._common import pager_links, path_prefix, query_with
 
 
@@ -91,14 +92,19 @@ def record_detail(request: HttpRequest, pk: int) -> HttpResponse:
         RuleSpan(m["start"], m["end"], f"{m['rule_code']} v{m['rule_set_version']}")
         for m in snapshot.get("rule_matches", [])
     ]
+    # The message as the reviewer was shown it: by part, with the context it was scored in.
+    reading = decision_reading(decision)
+    body = decision.message.body
+    parts = build_parts(body, build_segments(body, words, spans), reading.segments, reading.window_scores)
     context = {
-        "source": message_source(decision.message),
+        "source": message_source(decision.message, context=reading.context),
         "decision": decision,
         "snapshot": snapshot,
         "names": decision.names_then,
         "shown_explanation": snapshot.get("explanation") or None,
         "evidence": evidence.check,
-        "segments": build_segments(decision.message.body, words, spans),
+        "parts": name_attachment_parts(parts, decision.message.attachments),
+        "reading_recorded": reading.recorded,
         "recomputed_hash": record_hash(decision),
         "superseded_by": decision_superseded_by(decision),
         "history": decision_history(decision),

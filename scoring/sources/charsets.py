@@ -17,8 +17,11 @@ What mail really carries, and what is done with it (each repair is reported as a
 from __future__ import annotations
 
 import codecs
+from pathlib import Path
 
 from scoring.sources.errors import SourceError
+
+UTF8_CHECK_BLOCK = 1 << 20
 
 # Labels read as Windows-1252 (WHATWG maps these labels to windows-1252).
 _AS_WINDOWS_1252 = frozenset({"iso-8859-1", "latin-1", "latin1", "l1", "us-ascii", "ascii", "iso8859-1"})
@@ -75,3 +78,31 @@ def _try(data: bytes, codec: str) -> str | None:
         return data.decode(codec)
     except UnicodeDecodeError:
         return None
+
+
+def utf8_file_check(path: Path, *, block: int = UTF8_CHECK_BLOCK) -> None:
+    """Raise SourceError(not_utf8), naming the line and byte offset of the first byte that is not
+    UTF-8, if the file at `path` is not UTF-8 text throughout. Read in blocks (constant memory).
+
+    Text transcripts (JSONL, CSV, chat) are stored in chunks as they are read; checking the whole
+    file first means that a file that cannot be read to its end stores nothing, rather than the
+    chunks before its bad byte."""
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    offset, newlines = 0, 0
+    with path.open("rb") as handle:
+        while True:
+            data = handle.read(block)
+            pending = len(decoder.getstate()[0])  # bytes of a sequence the last block cut
+            try:
+                decoder.decode(data, final=not data)
+            except UnicodeDecodeError as exc:
+                at = offset - pending + exc.start
+                line = newlines + data[: max(at - offset, 0)].count(b"\n") + 1
+                byte = (exc.object[exc.start : exc.start + 1] or b"?").hex()
+                raise SourceError(
+                    "not_utf8", f"the file is not UTF-8 text: byte 0x{byte} at offset {at:,} (line {line})"
+                ) from None
+            if not data:
+                return
+            offset += len(data)
+            newlines += data.count(b"\n")

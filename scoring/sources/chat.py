@@ -105,7 +105,18 @@ def read_chat_csv(path: Path) -> Iterator[Read]:
                 "invalid_header",
                 f"the chat CSV needs the columns {', '.join(CHAT_FIELDS)}; missing: {', '.join(missing)}",
             )
-        for row in reader:
+        while True:
+            start = reader.line_num + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:  # a field over the csv module's limit: this row only
+                yield (
+                    f"line {start}",
+                    SourceError("too_large", f"the row cannot be read ({exc})").at(f"line {start}"),
+                )
+                continue
             yield _row(f"line {reader.line_num}", row)
 
 

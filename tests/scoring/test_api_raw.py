@@ -115,6 +115,21 @@ def test_each_bad_input_gets_its_own_error_and_stores_nothing(api, case):
     assert Message.objects.count() == 0 and Conversation.objects.count() == 0
 
 
+def test_an_attachment_over_its_limit_is_a_413_naming_it_and_stores_nothing(api, settings):
+    # given the default limits: a 12 MB attachment (16 MB as base64) in a message under 25 MB
+    raw = big_attachment_mail(12)
+    assert (
+        len(raw) < settings.EMAIL_MAX_MESSAGE_BYTES and settings.EMAIL_MAX_ATTACHMENT_BYTES < 12 * 1024 * 1024
+    )
+
+    response = post(api, raw)
+
+    assert response.status_code == 413, response.content[:300]
+    error = response.json()["error"]
+    assert error["code"] == "attachment_too_large" and "video.bin" in str(error), error
+    assert Message.objects.count() == 0 and Conversation.objects.count() == 0
+
+
 def test_an_empty_body_and_a_json_body_are_refused(api):
     assert post(api, b"").json()["error"]["code"] == "empty_body"
     assert post(api, b'{"body": "x"}', "application/json").status_code == 415

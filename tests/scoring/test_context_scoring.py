@@ -10,6 +10,9 @@ import json
 import pytest
 from django.core.management import call_command
 
+from explanations.models import Explanation
+from explanations.services import messages_explain_batch
+from reviews.selectors import queue_messages
 from scoring.constants import MessageStatus
 from scoring.models import Message, Prediction
 from scoring.segmentation import ATTACHMENT, SEEN
@@ -49,6 +52,38 @@ def test_quoted_history_already_seen_in_the_thread_is_kept_for_display_but_not_s
     assert plan.seen[1][0]["message_id"] == first.pk
 
 
+def test_the_pipeline_stores_history_already_seen_as_a_seen_part_and_does_not_score_it_again(
+    tiny_model_version, settings
+):
+    settings.QA_SAMPLE_RATE = 0.0
+    question = "Is the fund guaranteed to return 8% every year?\nMy wife asks too."
+    first, reply = store(
+        mail(question, message_id="<q2@client.example>").as_bytes(),
+        mail(
+            "No: nothing is guaranteed.",
+            message_id="<r2@bank.example>",
+            in_reply_to="<q2@client.example>",
+            references=["<q2@client.example>"],
+            quoted=question,
+        ).as_bytes(),
+    )
+
+    # when both are scored by the real pipeline, in one batch
+    messages_score_batch(message_ids=[first.pk, reply.pk])
+
+    # then the reply's prediction shows the quoted question as already seen, names where it was
+    # seen, and none of its windows read it
+    prediction = Prediction.objects.get(message=reply)
+    seen = [p for p in prediction.segments if p["kind"] == SEEN]
+    assert len(seen) == 1 and not seen[0]["routes"]
+    assert "Is the fund guaranteed" in reply.body[seen[0]["start"] : seen[0]["end"]]
+    assert prediction.context["seen_quoted"] == [
+        {"start": seen[0]["start"], "end": seen[0]["end"], "message_id": first.pk}
+    ]
+    assert prediction.window_scores and all(w["end"] <= seen[0]["start"] for w in prediction.window_scores)
+    assert "seen_quoted" not in Prediction.objects.get(message=first).context
+
+
 def test_a_text_attachment_is_a_part_of_its_own():
     (message,) = store(
         mail(
@@ -68,6 +103,8 @@ def test_a_claim_split_over_two_chat_lines_routes_the_line_that_completes_it(
     from scoring.classifier.loading import get_scorer
 
     settings.SCORING_PRECISION = "float32"  # the scores measured here are the pipeline's to the digit
+    settings.QA_SAMPLE_RATE = 0.0  # the opening line must be cleared, not drawn for QA
+    settings.IG_N_STEPS = 16
     # given two lines that only make a claim together: measured on the tiny model (a toy that
     # keys on a few words and scores most halves of a claim near its whole: the gap is small but
     # exact in float32), the split of its training claims that gains most from being read whole,
@@ -121,4 +158,21 @@ def test_a_claim_split_over_two_chat_lines_routes_the_line_that_completes_it(
     assert completing.context["lines"]["text"] == f"{first}\n{second}"
     opening = Prediction.objects.get(message=lines[first])
     assert not opening.flagged and opening.context == {}
-    assert Message.objects.get(pk=lines[first].pk).status in (MessageStatus.CLEARED, MessageStatus.IN_REVIEW)
+
+    # when the scoring step hands its flagged lines over to the explanation step
+    explained = messages_explain_batch(message_ids=outcome.to_explain)
+
+    # then the completing line waits in the review queue with the context that drove its score,
+    # and the opening line of the split claim is routed nowhere
+    assert explained["explained"] == 1, explained
+    routed = Message.objects.select_related("routing_prediction").get(pk=lines[second].pk)
+    assert routed.status == MessageStatus.IN_REVIEW and routed.route_reason in (
+        "model_flag",
+        "model_and_rule",
+    )
+    assert routed.routing_prediction.context["lines"]["message_ids"] == [lines[first].pk]
+    assert Explanation.objects.filter(message=routed, prediction=routed.routing_prediction).exists()
+    assert list(queue_messages().values_list("pk", flat=True)) == [routed.pk]
+    left = Message.objects.get(pk=lines[first].pk)
+    assert left.status == MessageStatus.CLEARED and left.route_reason == "cleared"
+    assert not Explanation.objects.filter(message=left).exists()

@@ -4,13 +4,20 @@ reported by its position while the good ones are stored, and a refused file stor
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import mailbox
 
 import pytest
 from django.core.management import CommandError, call_command
+from tqdm import tqdm
 
+import scoring.management.commands.import_messages as import_command
 from scoring.models import Conversation, Message
+from scoring.services.sources import sources_import
+from scoring.sources.chat import read_chat_jsonl
+from scoring.sources.detect import detect_format
 from tests.scoring.sources.mail_fixtures import GMAIL_REPLY, mail, raw_mail
 from tests.scoring.sources.slack_fixtures import slack_export
 
@@ -173,3 +180,110 @@ def test_an_import_in_which_every_item_fails_exits_non_zero(tmp_path):
     with pytest.raises(CommandError, match=r"nothing was imported: all \d+ items"):
         call_command("import_messages", str(path), format="jsonl")
     assert Message.objects.count() == 0
+
+
+CHAT_ROWS = [
+    {"conversation_id": "d1", "sender": "Sam", "sent_at": f"2025-03-03T10:00:{i:02d}Z", "text": f"line {i}"}
+    for i in range(6)
+]
+
+
+def chat_csv(rows: list[dict]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=["conversation_id", "sender", "sent_at", "text"])
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def test_a_chat_csv_is_detected_and_imported_one_message_per_row_in_its_conversation(tmp_path, capsys):
+    path = tmp_path / "desk.csv"
+    path.write_text(chat_csv(CHAT_ROWS[:3]))
+    assert detect_format(path) == "chat-csv"
+
+    call_command("import_messages", str(path))
+
+    assert "created 3, duplicates 0, errors 0" in capsys.readouterr().out
+    conversation = Conversation.objects.get()
+    assert conversation.kind == Conversation.Kind.CHAT
+    lines = list(conversation.messages.order_by("received_at").values_list("channel", "sender", "body"))
+    assert lines == [("chat", "Sam", "line 0"), ("chat", "Sam", "line 1"), ("chat", "Sam", "line 2")]
+
+
+def text_files(tmp_path, n: int = len(CHAT_ROWS)) -> dict[str, object]:
+    """The same `n` good rows in each text format (chat and plain message rows)."""
+    rows = [
+        {
+            "conversation_id": "d1",
+            "sender": "Sam",
+            "sent_at": f"2025-03-03T10:{i // 60 % 60:02d}:{i % 60:02d}Z",
+            "text": f"line {i}",
+        }
+        for i in range(n)
+    ]
+    plain = [{"external_id": f"p-{i}", "body": row["text"]} for i, row in enumerate(rows)]
+    files = {
+        "chat.jsonl": "".join(json.dumps(r) + "\n" for r in rows),
+        "chat.csv": chat_csv(rows),
+        "plain.jsonl": "".join(json.dumps(r) + "\n" for r in plain),
+        "plain.csv": "external_id,body\n" + "".join(f"{r['external_id']},{r['body']}\n" for r in plain),
+    }
+    paths = {}
+    for name, text in files.items():
+        paths[name] = tmp_path / name
+        paths[name].write_text(text)
+    return paths
+
+
+@pytest.mark.parametrize("name", ["chat.jsonl", "chat.csv", "plain.jsonl", "plain.csv"])
+def test_a_text_file_that_stops_being_utf8_part_way_stores_nothing_and_names_the_line(tmp_path, name):
+    # given 1,500 good rows (tens of KB: past the first buffer a text reader decodes, so that
+    # reading the rows as they come would store three chunks of 500), then a Latin-1 byte
+    path = text_files(tmp_path, 1500)[name]
+    good = path.read_text()
+    path.write_bytes(good.encode() + "caf\xe9\n".encode("latin-1"))
+    bad_line = good.count("\n") + 1
+
+    with pytest.raises(
+        CommandError, match=rf"not UTF-8 text: byte 0xe9 .*\(line {bad_line}\).*Nothing was imported"
+    ):
+        call_command("import_messages", str(path), chunk=500)
+
+    assert Message.objects.count() == 0 and Conversation.objects.count() == 0
+    # and the good rows alone import
+    path.write_text(good)
+    call_command("import_messages", str(path), chunk=500)
+    assert Message.objects.count() == 1500
+
+
+def test_a_chat_csv_row_over_the_csv_modules_field_limit_is_reported_and_the_rest_imported(tmp_path, capsys):
+    rows = [*CHAT_ROWS[:2], {**CHAT_ROWS[2], "text": "x" * 200_000}, CHAT_ROWS[3]]
+    path = tmp_path / "desk.csv"
+    path.write_text(chat_csv(rows))
+
+    call_command("import_messages", str(path))
+
+    out, err = capsys.readouterr()
+    assert "created 3, duplicates 0, errors 1" in out
+    assert "line 4: the row cannot be read" in err
+    assert sorted(Message.objects.values_list("body", flat=True)) == ["line 0", "line 1", "line 3"]
+
+
+def test_sources_import_reports_its_progress_once_per_stored_chunk(tmp_path):
+    path = text_files(tmp_path)["chat.jsonl"]
+    calls: list[int] = []
+
+    report = sources_import(reads=read_chat_jsonl(path), chunk=4, progress=calls.append)
+
+    assert report.created == 6 and calls == [4, 2]
+
+
+def test_import_messages_draws_a_progress_bar_on_stderr(tmp_path, capsys, monkeypatch):
+    # tqdm draws only on a terminal (disable=None): force it on, as a terminal would
+    monkeypatch.setattr(import_command, "tqdm", lambda *a, **k: tqdm(*a, **{**k, "disable": False}))
+    path = write_mbox(tmp_path / "journal.mbox", thread())
+
+    call_command("import_messages", str(path))
+
+    err = capsys.readouterr().err
+    assert "importing journal.mbox" in err and "4/4" in err

@@ -6,8 +6,9 @@ Imports messages from, detected from PATH (scoring.sources.detect; --format forc
 - `slack`: a Slack workspace export (its folder or its .zip);
 - `chat-jsonl` / `chat-csv`: chat transcripts (conversation_id, sender, sent_at, text).
 Every refused message or row is reported with its position (line, message number, file) and the
-rest are imported; a file in which nothing could be imported exits non-zero. A progress bar goes
-to stderr."""
+rest are imported; a file in which nothing could be imported exits non-zero. A text file
+(JSONL/CSV, chat transcripts) that is not UTF-8 throughout is refused whole, naming the line of
+its first bad byte, before anything of it is stored. A progress bar goes to stderr."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from tqdm import tqdm
 
 from scoring.services.ingest import IncomingMessage, IngestInvalid, messages_ingest_bulk
 from scoring.services.sources import ImportReport, export_limits, mail_limits, parse_processes, sources_import
+from scoring.sources.charsets import utf8_file_check
 from scoring.sources.chat import read_chat_csv, read_chat_jsonl
 from scoring.sources.detect import FORMATS, detect_format
 from scoring.sources.errors import SourceError
@@ -33,6 +35,8 @@ from scoring.sources.mailboxes import count_mbox, eml_files, read_eml_files, rea
 from scoring.sources.slack import read_slack_export
 
 FIELDS = ("external_id", "body", "sender", "channel", "received_at")
+# Formats read as UTF-8 text, checked whole before anything is stored.
+TEXT_FORMATS = ("jsonl", "csv", "chat-jsonl", "chat-csv")
 # How long a CSV field may be: bodies up to this many times MAX_BODY_CHARS are read whole and
 # refused by the body limit with their length (the rest of the file is imported); a longer
 # field is reported as unreadable and reading goes on at the next line.
@@ -134,6 +138,10 @@ class Command(BaseCommand):
             if user is None:
                 raise CommandError(f"No user {options['as_user']!r}.")
         try:
+            if fmt in TEXT_FORMATS and path.is_file():
+                # they are stored chunk by chunk as they are read: a file that cannot be read to
+                # its end is refused before anything of it is stored
+                utf8_file_check(path)
             if fmt in ("jsonl", "csv"):
                 if not path.is_file():
                     raise CommandError(f"{path} is not a file.")
@@ -142,7 +150,7 @@ class Command(BaseCommand):
                 report = self._source(path, fmt, user, options["chunk"])
         except SourceError as exc:
             raise CommandError(f"{path}: {exc} Nothing was imported from it.") from exc
-        except UnicodeDecodeError as exc:
+        except UnicodeDecodeError as exc:  # checked before: the file changed while it was read
             raise CommandError(
                 f"{path} is not UTF-8 text ({exc}); nothing after the last full chunk was read."
             ) from exc

@@ -1,6 +1,7 @@
 """The reviewer sees a message as what it came as, in a real browser: a chat line among the
 lines around it (the flagged one highlighted) and its whole conversation; an email with its
-headers, attachments and thread."""
+headers, attachments and thread, its quoted history folded and its signature marked, and the
+auditor sees the same on the record."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from scoring.models import Conversation
-from tests.factories import MessageFactory, UserFactory, reviewable_message
+from tests.factories import MessageFactory, ReviewDecisionFactory, UserFactory, reviewable_message
 from tests.reviews.browser.conftest import screenshot, sign_in
+from tests.reviews.test_sources_views import email_with_parts
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -107,3 +109,45 @@ def test_a_reviewer_reads_a_chat_line_in_its_conversation_and_an_email_in_its_th
     page.click(f'.conversation li[data-line="{question.pk}"] a')
     page.wait_for_url(f"**/review/messages/{question.pk}/")
     assert not page.console_errors, page.console_errors
+
+
+def test_an_email_shows_its_quoted_history_folded_and_its_signature_marked_to_reviewer_and_auditor(
+    new_page, settings
+):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    rita = UserFactory(username="rita_reviewer", role="reviewer")
+    UserFactory(username="audrey_auditor", role="auditor")
+    email = email_with_parts()  # body, sign-off with a disclaimer, quoted question, text attachment
+    page = new_page()
+    sign_in(page, "rita_reviewer")
+
+    page.goto(f"/review/messages/{email.pk}/")
+    quoted = page.locator('#message-body details[data-part="quoted"]')
+    expect(quoted.locator("summary")).to_contain_text("Quoted or forwarded history")
+    expect(quoted.locator(".message-body")).to_be_hidden()  # folded
+    signature = page.locator('#message-body [data-part="signature"]')
+    expect(signature.locator(".part-label")).to_contain_text("Sign-off, signature and disclaimers")
+    expect(signature).to_contain_text("Past performance is no guarantee")
+    expect(page.locator('#message-body [data-part="body"]')).to_contain_text("the score came from here")
+    expect(page.locator('#message-body [data-part="attachment"]')).to_contain_text("terms.txt")
+    # the reviewer unfolds the quoted history from the keyboard
+    quoted.locator("summary").focus()
+    page.keyboard.press("Enter")
+    expect(quoted.locator(".message-body")).to_be_visible()
+    expect(quoted.locator(".message-body")).to_contain_text("Is the fund guaranteed to return 8%?")
+    screenshot(page, "email-quoted-history-and-signature")
+    assert not page.console_errors, page.console_errors
+
+    # the auditor reads the record of the decision: the same parts, the same marks
+    decision = ReviewDecisionFactory(reviewer=rita, message=email)
+    audit = new_page()
+    sign_in(audit, "audrey_auditor")
+    audit.goto(f"/review/records/{decision.pk}/")
+    record_quoted = audit.locator('#message-body details[data-part="quoted"]')
+    expect(record_quoted.locator("summary")).to_contain_text("Quoted or forwarded history")
+    expect(record_quoted.locator(".message-body")).to_be_hidden()
+    expect(audit.locator('#message-body [data-part="signature"] .part-label')).to_contain_text(
+        "Sign-off, signature and disclaimers"
+    )
+    expect(audit.locator('.attachments tr[data-attachment="chart.png"]')).to_contain_text("not scored")
+    assert not audit.console_errors, audit.console_errors
