@@ -21,9 +21,10 @@ from scoring.services.rule_sets import (
     RuleDraft,
     rule_set_draft_create,
     rule_set_draft_publish,
-    rule_set_publish,
+    rule_set_roll_back,
 )
 from tests.monitoring.conftest import decide, routed
+from tests.support.rule_sets import publish_edit
 
 pytestmark = pytest.mark.django_db
 
@@ -187,11 +188,19 @@ def test_a_draft_is_published_only_on_a_finished_backtest_against_the_active_ver
 
 def test_a_backtest_against_a_version_no_longer_active_cannot_be_published(draft, stored, staff_admin):
     backtest = rule_backtest_run(backtest_id=rule_backtest_request(draft=draft, user=staff_admin, days=30).pk)
-    rule_set_publish(base=draft.base, user=staff_admin, note="someone else's edit", remove=["RE-003"])
+    publish_edit(base=draft.base, user=staff_admin, note="someone else's edit", remove=["RE-003"])
 
     with pytest.raises(RuleSetError, match="run the backtest again"):
         rule_set_draft_publish(draft=draft, backtest=backtest, user=staff_admin)
     assert not RuleSet.objects.filter(backtest=backtest).exists()
+
+
+def test_a_roll_back_meanwhile_also_makes_a_backtest_stale(draft, stored, staff_admin):
+    backtest = rule_backtest_run(backtest_id=rule_backtest_request(draft=draft, user=staff_admin, days=30).pk)
+    rule_set_roll_back(to=RuleSet.objects.get(version=1), user=staff_admin, reason="v2 missed too much")
+
+    with pytest.raises(RuleSetError, match="run the backtest again"):
+        rule_set_draft_publish(draft=draft, backtest=backtest, user=staff_admin)
 
 
 def test_only_a_compliance_admin_drafts_or_backtests(draft, reviewer):
