@@ -11,7 +11,8 @@ What it reports, for the messages received in the period that were scored:
   both) and per claim type: how many; how many the model flagged or the QA sample took anyway (they
   are in the review queue whatever the rules say: an added rule adds nothing there); how many were
   reviewed and how (claim, of the rule's type or another; not a claim), with the share of claims
-  and its Wilson interval as a precision estimate. Only messages that reached review have a
+  and, stricter, the share of claims of the rule's (or group's) own claim type, each with its
+  Wilson interval, as precision estimates. Only messages that reached review have a
   decision, so for added messages the estimate rests on those the model flagged or the QA sample
   took: read it with its n.
 - The queue: routed messages per day in the period, and the expected change per day (added
@@ -270,7 +271,10 @@ class _Group:
             "claims": self.claims,
             "claims_of_type": self.claims_of_type,
             "not_claims": self.reviewed - self.claims,
+            # any claim, and a claim of the group's own claim type (the rule's): both with their
+            # Wilson interval, over the reviewed messages
             "precision": stats.rate(self.claims, self.reviewed).as_dict(),
+            "precision_of_type": stats.rate(self.claims_of_type, self.reviewed).as_dict(),
         }
 
 
