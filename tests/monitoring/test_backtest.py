@@ -262,6 +262,45 @@ def test_a_backtest_request_publishes_its_task_after_commit_to_the_default_queue
     assert route["queue"].name == queues.DEFAULT
 
 
+def test_a_backtest_whose_task_was_lost_is_published_again_by_the_sweep_and_then_computed(
+    draft, stored, staff_admin, django_capture_on_commit_callbacks
+):
+    from monitoring.backtest import rule_backtests_sweep
+    from monitoring.tasks import run_rule_backtest
+
+    # given a backtest requested while the broker was down, a fresh one, and a finished one
+    broker_down = mock.patch("monitoring.tasks.run_rule_backtest.apply_async", side_effect=ConnectionError)
+    with broker_down, django_capture_on_commit_callbacks(execute=True):
+        lost = rule_backtest_request(draft=draft, user=staff_admin, days=30)
+        fresh = rule_backtest_request(draft=draft, user=staff_admin, days=30)
+        done = rule_backtest_request(draft=draft, user=staff_admin, days=30)
+    rule_backtest_run(backtest_id=done.pk)
+    ten_minutes_ago = timezone.now() - timedelta(minutes=10)
+    RuleSetBacktest.objects.filter(pk__in=[lost.pk, done.pk]).update(created_at=ten_minutes_ago)
+    assert RuleSetBacktest.objects.get(pk=lost.pk).status == "pending"
+
+    # when the sweep runs
+    with mock.patch("monitoring.tasks.run_rule_backtest.apply_async") as apply_async:
+        published = rule_backtests_sweep(older_than=timedelta(minutes=5))
+
+    # then only the lost one is published again, and its task computes it
+    assert published == 1
+    assert [c.kwargs["args"] for c in apply_async.call_args_list] == [[lost.pk]]
+    assert run_rule_backtest(lost.pk) == "done"
+    assert RuleSetBacktest.objects.get(pk=lost.pk).results["added"]["messages"] == 3
+    assert RuleSetBacktest.objects.get(pk=fresh.pk).status == "pending"
+    with mock.patch("monitoring.tasks.run_rule_backtest.apply_async") as apply_async:
+        assert rule_backtests_sweep(older_than=timedelta(minutes=5)) == 0  # nothing is left pending
+
+
+def test_beat_runs_the_backtest_sweep_once_per_stuck_interval(settings):
+    from monitoring.tasks import sweep_backtests
+
+    entry = settings.CELERY_BEAT_SCHEDULE["sweep-backtests"]
+    assert entry["task"] == sweep_backtests.name == "monitoring.tasks.sweep_backtests"
+    assert entry["schedule"] == settings.BACKTEST_STUCK_AFTER_SECONDS
+
+
 def test_running_a_finished_backtest_again_changes_nothing(draft, stored, staff_admin):
     backtest = rule_backtest_request(draft=draft, user=staff_admin, days=30)
     first = rule_backtest_run(backtest_id=backtest.pk)
