@@ -238,22 +238,37 @@ class _WordIndex:
 _NOT_IN_WORD = re.compile(r"[^\w'\-]")
 
 
-def _around(text: str, start: int, end: int, words_before: int, words_after: int) -> _WordIndex:
+# Past this many characters around a match, the guards index the whole text once instead (a very
+# long word, or a stretch with few words): a stretch is a saving, never a cost of its own.
+_AROUND_LIMIT = 4096
+
+
+def _around(text: str, start: int, end: int, words_before: int, words_after: int) -> _WordIndex | None:
     """The words around a match [start, end): at least `words_before` of them ending by `start`
     (or all from the start of the text) and `words_after` from `end` (or all to its end), which is
     all the guards read. Indexing only this stretch, not the whole text, is what keeps the guards'
     cost flat in the length of a text. The stretch starts just after, and ends at, a character no
-    word holds: a word scan of it finds the same words as a scan of the whole text."""
+    word holds: a word scan of it finds the same words as a scan of the whole text. None when the
+    stretch would pass _AROUND_LIMIT characters."""
     # about 8 characters a word; a stretch that holds too few words is widened
     reach_before = 8 * (words_before + 1)
     reach_after = 8 * (words_after + 1)
     size = len(text)
-    while True:
+    while reach_before <= _AROUND_LIMIT and reach_after <= _AROUND_LIMIT:
         lo = max(0, start - reach_before)
-        while lo > 0 and not _NOT_IN_WORD.match(text, lo - 1):
+        floor = max(0, lo - _AROUND_LIMIT)
+        while lo > floor and not _NOT_IN_WORD.match(text, lo - 1):
             lo -= 1
-        found = _NOT_IN_WORD.search(text, min(size, end + reach_after))
-        hi = size if found is None else found.start()
+        if lo and not _NOT_IN_WORD.match(text, lo - 1):
+            return None  # inside a very long word
+        ceiling = min(size, end + 2 * _AROUND_LIMIT)
+        found = _NOT_IN_WORD.search(text, min(size, end + reach_after), ceiling)
+        if found is not None:
+            hi = found.start()
+        elif ceiling == size:
+            hi = size
+        else:
+            return None  # inside a very long word
         index = _WordIndex(text, lo, hi)
         if (lo == 0 or index.before(start) >= words_before) and (
             hi == size or len(index.starts) - index.from_(end) >= words_after
@@ -261,10 +276,12 @@ def _around(text: str, start: int, end: int, words_before: int, words_after: int
             return index
         reach_before *= 4
         reach_after *= 4
+    return None
 
 
 def _index_for(cache: dict, text: str, start: int, end: int, before: int, after: int) -> _WordIndex:
-    """_around, reusing the index made for the same match when it holds enough words."""
+    """_around, reusing the index made for the same match when it holds enough words, or the
+    whole text's index (made once) when _around gives up."""
     key = ("index", start, end)
     held = cache.get(key)
     if held is not None and held[1] >= before and held[2] >= after:
@@ -272,6 +289,10 @@ def _index_for(cache: dict, text: str, start: int, end: int, before: int, after:
     if held is not None:
         before, after = max(before, held[1]), max(after, held[2])
     index = _around(text, start, end, before, after)
+    if index is None:
+        if "whole" not in cache:
+            cache["whole"] = _WordIndex(text)
+        index = cache["whole"]
     # what it holds: words before and after the match (all of them at an end of the text)
     has_before = len(text) if index.lo == 0 else index.before(start)
     has_after = len(text) if index.hi == len(text) else len(index.starts) - index.from_(end)

@@ -271,3 +271,19 @@ def test_the_guards_read_the_same_words_around_a_match_as_in_the_whole_text(wind
         got = [(h.rule_id, h.start, h.end) for h in match(text, compile_rules(specs))]
         assert got == _hits_with_a_whole_text_word_index(text, specs), text
     assert any(match(text, compile_rules(specs)) for text in texts)
+
+
+def test_a_match_inside_a_very_long_word_or_stretch_falls_back_to_the_whole_texts_words():
+    specs = [
+        rule(r"guaranteed", rule_id=1, context=("fund",), window=3),
+        rule(r"returns", rule_id=2, context=("fund",), window=2000),
+    ]
+    texts = [
+        "fund " + "a" * 9000 + "guaranteed" + "b" * 9000 + " fund",  # no word boundary for 9,000 chars
+        "fund " + "x " * 3000 + "returns " + "y " * 1000 + "fund",  # a window of 2,000 words
+        "fund guaranteed " + "z" * 20000,
+    ]
+    for text in texts:
+        got = [(h.rule_id, h.start, h.end) for h in match(text, compile_rules(specs))]
+        assert got == _hits_with_a_whole_text_word_index(text, specs), text[:40]
+    assert [h.rule_id for h in match(texts[1], compile_rules(specs))] == [2]
