@@ -614,6 +614,14 @@ CELERY_BEAT_SCHEDULE["refresh-monitoring"] = {
     "schedule": MONITORING_REFRESH_SECONDS,
     "options": {"expires": MONITORING_REFRESH_SECONDS},
 }
+# A rule backtest still pending this long after it was requested lost its task (the broker was
+# down when it was published): the sweep publishes it again, at most once per this interval.
+BACKTEST_STUCK_AFTER_SECONDS = env_int("BACKTEST_STUCK_AFTER_SECONDS", 300, minimum=1)
+CELERY_BEAT_SCHEDULE["sweep-backtests"] = {
+    "task": "monitoring.tasks.sweep_backtests",
+    "schedule": BACKTEST_STUCK_AFTER_SECONDS,
+    "options": {"expires": BACKTEST_STUCK_AFTER_SECONDS},
+}
 
 LOGGING = {
     "version": 1,

@@ -11,7 +11,8 @@ What it reports, for the messages received in the period that were scored:
   both) and per claim type: how many; how many the model flagged or the QA sample took anyway (they
   are in the review queue whatever the rules say: an added rule adds nothing there); how many were
   reviewed and how (claim, of the rule's type or another; not a claim), with the share of claims
-  and its Wilson interval as a precision estimate. Only messages that reached review have a
+  and, stricter, the share of claims of the rule's (or group's) own claim type, each with its
+  Wilson interval, as precision estimates. Only messages that reached review have a
   decision, so for added messages the estimate rests on those the model flagged or the QA sample
   took: read it with its n.
 - The queue: routed messages per day in the period, and the expected change per day (added
@@ -27,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -103,13 +105,28 @@ def rule_backtest_request(*, draft: RuleSetDraft, user, days: int = DEFAULT_DAYS
     with transaction.atomic():
         backtest = _backtest_create(draft=draft, days=days, user=user)
 
-        def publish_backtest() -> None:
-            from monitoring.tasks import run_rule_backtest
-
-            publish(run_rule_backtest, args=[backtest.pk], what=f"backtest {backtest.pk} stays pending")
-
-        transaction.on_commit(publish_backtest)
+        transaction.on_commit(lambda: _publish_backtest(backtest.pk))
     return backtest
+
+
+def _publish_backtest(backtest_id: int) -> bool:
+    from monitoring.tasks import run_rule_backtest
+
+    return publish(run_rule_backtest, args=[backtest_id], what=f"backtest {backtest_id} stays pending")
+
+
+def rule_backtests_sweep(*, older_than: timedelta | None = None) -> int:
+    """Publish again every backtest still pending `older_than` (default BACKTEST_STUCK_AFTER_SECONDS)
+    after it was requested: its task was never published (the broker was down) or was lost, and
+    it would otherwise stay pending for ever. Returns how many were published. Harmless when the
+    first task was only slow: a backtest is claimed while pending and a finished one is left as it
+    is; beat runs the sweep once per that interval, so a slow queue gets one more task per pending
+    backtest per interval, not one per tick."""
+    age = older_than if older_than is not None else timedelta(seconds=settings.BACKTEST_STUCK_AFTER_SECONDS)
+    stuck = RuleSetBacktest.objects.filter(
+        status=RuleSetBacktest.Status.PENDING, created_at__lt=timezone.now() - age
+    ).values_list("pk", flat=True)
+    return sum(_publish_backtest(backtest_id) for backtest_id in stuck.order_by("pk"))
 
 
 def rule_backtest_now(*, draft: RuleSetDraft, days: int = DEFAULT_DAYS) -> RuleSetBacktest:
@@ -270,7 +287,10 @@ class _Group:
             "claims": self.claims,
             "claims_of_type": self.claims_of_type,
             "not_claims": self.reviewed - self.claims,
+            # any claim, and a claim of the group's own claim type (the rule's): both with their
+            # Wilson interval, over the reviewed messages
             "precision": stats.rate(self.claims, self.reviewed).as_dict(),
+            "precision_of_type": stats.rate(self.claims_of_type, self.reviewed).as_dict(),
         }
 
 

@@ -3,7 +3,8 @@ routing predictions) inside a transaction that is rolled back at the end, so the
 nothing behind, and the backtest of a draft against the active rules is timed on them.
 
 Two drafts: "few" (what an edit usually is: one rule added, one context rule added, one rule
-dropped) and "all" (every rule changed: the prefilter is all that spares the full match)."""
+dropped) and "all" (every rule's context window changed: the prefilter spares few of these bodies,
+so it times the matching itself, with the anchors and what the two sides share)."""
 
 from __future__ import annotations
 

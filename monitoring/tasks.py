@@ -35,3 +35,13 @@ def run_rule_backtest(backtest_id: int) -> str:
     from monitoring.backtest import rule_backtest_run
 
     return rule_backtest_run(backtest_id=backtest_id).status
+
+
+@shared_task(
+    ignore_result=True, autoretry_for=(OperationalError, InterfaceError), retry_backoff=5, max_retries=3
+)
+def sweep_backtests() -> int:
+    """Periodic (celery beat): publish again the rule backtests whose task was lost."""
+    from monitoring.backtest import rule_backtests_sweep
+
+    return rule_backtests_sweep()

@@ -4,13 +4,15 @@ Only superusers and staff users in the compliance_admin group see these pages. A
 set is read-only here; "Draft a new version" opens an editor whose result is saved as a draft
 (scoring.services.rule_sets.rule_set_draft_create). Nothing routes differently until the draft is
 backtested and published on its page (/monitoring/rule-drafts/<id>/, monitoring.backtest), so
-earlier matches keep the version that produced them and no edit is published blind. Rolling back
-("publish the selected version unchanged") publishes at once: it restores rules that ran before.
+earlier matches keep the version that produced them and no edit is published blind. The one
+step publish is the roll back action: it asks for a reason, then publishes an earlier version
+again unchanged (rules that ran before); the new version's page says what it restores and why.
 """
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -21,10 +23,10 @@ from django.utils.html import format_html
 
 from core.roles import Role, has_role
 from scoring.errors import RuleSetError
-from scoring.forms import PublishForm, RuleFormSet, initial_for
+from scoring.forms import PublishForm, RollBackForm, RuleFormSet, initial_for
 from scoring.models import ClaimType, Rule, RuleSet
 from scoring.selectors import active_rule_set, rule_sets_with_counts, rules_of
-from scoring.services.rule_sets import rule_draft_of, rule_set_draft_create, rule_set_publish
+from scoring.services.rule_sets import rule_draft_of, rule_set_draft_create, rule_set_roll_back
 
 
 def is_compliance_admin(request: HttpRequest) -> bool:
@@ -90,12 +92,12 @@ class RuleInline(admin.TabularInline):
 
 @admin.register(RuleSet)
 class RuleSetAdmin(ComplianceAdminOnly, admin.ModelAdmin):
-    list_display = ("version", "is_active", "note", "rule_count", "created_by", "created_at")
+    list_display = ("version", "is_active", "note", "published_on", "rule_count", "created_by", "created_at")
     list_display_links = ("version",)
     fields = ("version", "is_active", "note", "created_by", "created_at", "published_on")
     readonly_fields = fields
     inlines = [RuleInline]
-    actions = ["publish_copy"]
+    actions = ["roll_back"]
     change_form_template = "admin/scoring/ruleset/change_form.html"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[RuleSet]:
@@ -103,9 +105,17 @@ class RuleSetAdmin(ComplianceAdminOnly, admin.ModelAdmin):
 
     @admin.display(description="published on")
     def published_on(self, obj: RuleSet) -> str:
-        """The draft and backtest this version was published on (none for a seed or a roll back)."""
+        """The draft and backtest this version was published on, or the version it rolled back to
+        with the reason (the note); a seeded version has neither."""
+        if obj.restores_id is not None:
+            return format_html(
+                'roll back to <a href="{}">v{}</a>, reason: {}',
+                reverse("admin:scoring_ruleset_change", args=[obj.restores_id]),
+                obj.restores.version,
+                obj.note,
+            )
         if obj.backtest_id is None:
-            return "no backtest (seeded or rolled back)"
+            return "no backtest (seeded)"
         return format_html(
             '<a href="{}">draft #{}, backtest #{}</a>',
             reverse("monitoring:rule_draft", args=[obj.backtest.draft_id]),
@@ -131,25 +141,45 @@ class RuleSetAdmin(ComplianceAdminOnly, admin.ModelAdmin):
         # Django only offers actions to users with a matching permission; ours is publish.
         actions = super().get_actions(request)
         if not is_compliance_admin(request):
-            actions.pop("publish_copy", None)
+            actions.pop("roll_back", None)
         return actions
 
-    @admin.action(description="Publish the selected version unchanged as the new active version (roll back)")
-    def publish_copy(self, request: HttpRequest, queryset: QuerySet[RuleSet]) -> None:
+    @admin.action(description="Roll back: publish the selected earlier version again, unchanged (asks why)")
+    def roll_back(self, request: HttpRequest, queryset: QuerySet[RuleSet]) -> HttpResponse | None:
+        """First a page that asks for the reason; its submit rolls back (rule_set_roll_back)."""
         if queryset.count() != 1:
-            self.message_user(request, "Select exactly one rule-set version to publish.", messages.ERROR)
-            return
-        base = queryset.get()
-        try:
-            published = rule_set_publish(
-                base=base, user=request.user, note=f"Published again from v{base.version} (roll back)."
-            )
-        except RuleSetError as exc:
-            self.message_user(request, str(exc), messages.ERROR)
-            return
-        self.message_user(
-            request, f"Published v{published.version} (a copy of v{base.version}); it is active now."
-        )
+            self.message_user(request, "Select exactly one rule-set version to roll back to.", messages.ERROR)
+            return None
+        target = queryset.get()
+        active = active_rule_set()
+        if "apply" in request.POST:
+            form = RollBackForm(request.POST)
+            if form.is_valid():
+                try:
+                    published = rule_set_roll_back(
+                        to=target,
+                        user=request.user,
+                        reason=form.cleaned_data["reason"],
+                        expected_active_version=form.cleaned_data["expected_active_version"],
+                    )
+                except RuleSetError as exc:
+                    form.add_error(None, str(exc))
+                else:
+                    done = f"Published v{published.version} (v{target.version} again); it is active now."
+                    self.message_user(request, done)
+                    return None
+        else:
+            form = RollBackForm(initial={"expected_active_version": active.version if active else None})
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Roll back to v{target.version}",
+            "target": target,
+            "active": active,
+            "form": form,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "admin/scoring/ruleset/roll_back.html", context)
 
     def get_urls(self) -> list:
         urls = [

@@ -18,6 +18,14 @@ Three ideas make it fast (bench_rules --backtest measures them):
    with ASCII ones (U+0130, U+0131, U+017F, U+212A) are mapped to them first.
 3. **Routing parts from the stored prediction.** A rule hit routes only inside the parts the
    prediction marked as routing (scoring.routing); those are read for the few candidates only.
+4. **The regular expression runs only where a match can start.** From the parsed pattern, the
+   literals every match starts with (`anchors`); on an ASCII text the expression is tried
+   (`regex.match(text, i)`) only where one occurs in the lower-cased text, which finds exactly the
+   matches `finditer` finds (tests/scoring/test_backtest.py checks it on the corpus).
+5. **What two rules share is done once per message.** A pattern both sides have (a rule the draft
+   edits only in its guards) is searched once; the words around a match and its negation check
+   are shared by the rules that found it (scoring.rules indexes only the words around a match);
+   equal prefilters are evaluated once.
 
 Routing by rules = at least one routing hit of an enabled rule. The engine reports each message
 whose routing by rules differs, with the hits that make the difference.
@@ -26,6 +34,7 @@ whose routing by rules differs, with the hits that make the difference.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -83,7 +92,14 @@ def predicate(requirement: Requirement | None) -> Callable[[str], bool] | None:
     walking the tree for every message). The source holds only repr()'d string literals."""
     if requirement is None:
         return None
-    return eval(f"lambda t: {_source(requirement)}", {"__builtins__": {}})  # noqa: S307
+    return _compiled_predicate(_source(requirement))
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled_predicate(source: str) -> Callable[[str], bool]:
+    """One function per distinct prefilter, so that equal prefilters are one object (the scan
+    checks each once per message)."""
+    return eval(f"lambda t: {source}", {"__builtins__": {}})  # noqa: S307
 
 
 def _all_of(parts: list[Requirement | None]) -> Requirement | None:
@@ -161,6 +177,103 @@ def prefilter_text(text: str) -> str:
     return text.translate(_FOLD).translate(ASCII_CASE_TWINS).lower()
 
 
+# --- Where a match can start ---------------------------------------------------------------------
+
+_ZERO_WIDTH = {sre_constants.AT, sre_constants.ASSERT, sre_constants.ASSERT_NOT}
+_MAX_ANCHORS = 64
+
+
+def _first_of_item(op, av) -> tuple[frozenset[str] | None, bool]:
+    """(the literals a match of one parsed item starts with, whether it can match empty)."""
+    if op in _ZERO_WIDTH:
+        return frozenset(), True
+    if op is sre_constants.IN and av and all(kind is sre_constants.LITERAL for kind, _ in av):
+        return frozenset(chr(code) for _, code in av), False
+    if op is sre_constants.SUBPATTERN:
+        return _first_of_sequence(av[-1])
+    if op is sre_constants.ATOMIC_GROUP:
+        return _first_of_sequence(av)
+    if op in _REPEATS:
+        low, _high, body = av
+        first, empty = _first_of_sequence(body)
+        return first, empty or low == 0
+    if op is sre_constants.BRANCH:
+        found: set[str] = set()
+        empty = False
+        for branch in av[1]:
+            first, branch_empty = _first_of_sequence(branch)
+            if first is None:
+                return None, True
+            found |= first
+            empty = empty or branch_empty
+        return frozenset(found), empty
+    return None, True  # a class, a category, any character, a back-reference: could start anywhere
+
+
+def _first_of_sequence(items) -> tuple[frozenset[str] | None, bool]:
+    found: set[str] = set()
+    items = list(items)
+    for position, (op, av) in enumerate(items):
+        if op is sre_constants.LITERAL:
+            run = []
+            for next_op, next_av in items[position:]:
+                if next_op is not sre_constants.LITERAL:
+                    break
+                run.append(chr(next_av))
+            return frozenset(found | {"".join(run)}), False
+        first, empty = _first_of_item(op, av)
+        if first is None:
+            return None, True
+        found |= first
+        if not empty:
+            return frozenset(found), False
+    return frozenset(found), True
+
+
+def anchors(pattern: str) -> tuple[str, ...] | None:
+    """The literals (lower-case, ASCII) one of which every match of `pattern` starts with, or None
+    when that cannot be said (a match could start with a class, or be empty). On an ASCII text,
+    the regular expression then needs trying only where one of them occurs in the lower-cased
+    text, not at every position as a whole-text search does."""
+    first, empty = _first_of_sequence(sre_parse.parse(pattern, re.IGNORECASE))
+    if first is None or empty or not first or len(first) > _MAX_ANCHORS:
+        return None
+    lowered = {text.lower() for text in first}
+    if not all(text and text.isascii() and len(text) == len(text.lower()) for text in lowered):
+        return None
+    # a shorter anchor that starts a longer one finds every position the longer one does
+    kept = sorted(lowered, key=len)
+    kept = [a for i, a in enumerate(kept) if not any(a.startswith(b) for b in kept[:i])]
+    return tuple(sorted(kept))
+
+
+def anchored_matches(regex: re.Pattern[str], starts: tuple[str, ...] | None, text: str, low: str | None):
+    """`regex.finditer(text)`, the same matches in the same order, trying the expression only where
+    an anchor occurs in `low` (`text` lower-cased, same length; None: search the whole text).
+    `regex.match(text, i)` reads the characters before i for \\b and look-behinds as a search does."""
+    if starts is None or low is None:
+        return list(regex.finditer(text))
+    positions: set[int] = set()
+    for anchor in starts:
+        at = low.find(anchor)
+        while at != -1:
+            positions.add(at)
+            at = low.find(anchor, at + 1)
+    found = []
+    end = 0
+    for at in sorted(positions):
+        if at < end:
+            continue
+        m = regex.match(text, at)
+        if m is None:
+            continue
+        if m.end() == at:  # an empty match: finditer's own stepping rules apply
+            return list(regex.finditer(text))
+        found.append(m)
+        end = m.end()
+    return found
+
+
 # --- Comparing two rule sets ---------------------------------------------------------------------
 
 
@@ -182,6 +295,7 @@ class _Rule:
     requirement: Requirement | None
     code: str
     passes: Callable[[str], bool] | None = None  # the requirement, compiled (None: always)
+    starts: tuple[str, ...] | None = None  # anchors(pattern)
 
 
 def _prepared(specs: Iterable[RuleSpec], *, sign: int) -> tuple[_Rule, ...]:
@@ -193,7 +307,7 @@ def _prepared(specs: Iterable[RuleSpec], *, sign: int) -> tuple[_Rule, ...]:
         compiled = compile_rule(spec)
         one = CompiledRules(rules=(compiled,), versions=frozenset({spec.rule_set_version}))
         requirement = rule_required(spec)
-        rules.append(_Rule(one, requirement, spec.code, predicate(requirement)))
+        rules.append(_Rule(one, requirement, spec.code, predicate(requirement), anchors(spec.pattern)))
     return tuple(rules)
 
 
@@ -205,6 +319,14 @@ class RuleDiff:
     active_only: tuple[_Rule, ...]
     draft_only: tuple[_Rule, ...]
     shared: tuple[_Rule, ...]
+
+    @property
+    def starts(self) -> dict[str, tuple[str, ...] | None]:
+        """Each pattern's anchors (a pattern both sides share is searched once per message)."""
+        return {
+            r.compiled.rules[0].spec.pattern: r.starts
+            for r in (*self.active_only, *self.draft_only, *self.shared)
+        }
 
     @property
     def changed_codes(self) -> dict[str, list[str]]:
@@ -256,29 +378,58 @@ def _routing(hits: list[RuleHit], segments: Sequence[Mapping] | None) -> list[Ru
     return [h for h in hits if any(start <= h.start and h.end <= end for start, end in spans)]
 
 
-def _passing(rules: Iterable[_Rule], low: str) -> list[_Rule]:
-    return [r for r in rules if r.passes is None or r.passes(low)]
+def _passing(rules: Iterable[_Rule], low: str, seen: dict | None = None) -> list[_Rule]:
+    """The rules whose prefilter `low` passes; `seen` shares the verdicts of equal prefilters (a
+    rule and its edited copy often have the same literals)."""
+    seen = {} if seen is None else seen
+    kept = []
+    for rule in rules:
+        if rule.passes is None:
+            kept.append(rule)
+            continue
+        verdict = seen.get(rule.passes)
+        if verdict is None:
+            verdict = seen[rule.passes] = rule.passes(low)
+        if verdict:
+            kept.append(rule)
+    return kept
 
 
-def _routes(rules: Sequence[_Rule], body: str, segments, cache: dict) -> bool:
+class _Finder:
+    """The regular-expression matches of one text, found once per pattern (a rule the draft changes
+    only in its guards has the same matches on both sides) and only where an anchor occurs."""
+
+    def __init__(self, low: str | None, starts: Mapping[str, tuple[str, ...] | None]) -> None:
+        self.low, self.starts, self.found = low, starts, {}
+
+    def __call__(self, rule, folded: str) -> list[re.Match[str]]:
+        pattern = rule.spec.pattern
+        if pattern not in self.found:
+            self.found[pattern] = anchored_matches(rule.regex, self.starts.get(pattern), folded, self.low)
+        return self.found[pattern]
+
+
+def _routes(rules: Sequence[_Rule], body: str, segments, finder: _Finder, cache: dict) -> bool:
     """Whether any of `rules` has a routing hit, stopping at the first."""
     if not rules:
         return False
     compiled = CompiledRules(rules=tuple(r.compiled.rules[0] for r in rules))
     spans = [(s["start"], s["end"]) for s in segments if s.get("routes")] if segments else None
-    for hit in iter_hits(body, compiled, cache=cache):
+    for hit in iter_hits(body, compiled, finder=finder, cache=cache):
         if spans is None or any(start <= hit.start and hit.end <= end for start, end in spans):
             return True
     return False
 
 
-def _hits(rules: Sequence[_Rule], body: str, segments, cache: dict) -> dict[int, list[RuleHit]]:
+def _hits(
+    rules: Sequence[_Rule], body: str, segments, finder: _Finder, cache: dict
+) -> dict[int, list[RuleHit]]:
     """Routing hits of `rules` on `body` by rule id (one word index for all of them)."""
     if not rules:
         return {}
     compiled = CompiledRules(rules=tuple(r.compiled.rules[0] for r in rules))
     by_rule: dict[int, list[RuleHit]] = {}
-    for hit in _routing(list(iter_hits(body, compiled, cache=cache)), segments):
+    for hit in _routing(list(iter_hits(body, compiled, finder=finder, cache=cache)), segments):
         by_rule.setdefault(hit.rule_id, []).append(hit)
     return by_rule
 
@@ -293,29 +444,33 @@ def scan(
     """The changes among `rows` ((message id, body), one chunk at a time). `segments_of(ids)` gives
     the stored routing parts of the candidate messages (one call per chunk)."""
     counts = counts if counts is not None else ScanCounts()
-    candidates: list[tuple[int, str, str, list[_Rule]]] = []
+    candidates: list[tuple[int, str, str, list[_Rule], dict]] = []
     for message_id, body in rows:
         counts.messages += 1
         low = prefilter_text(body)
-        changed = _passing(diff.active_only, low) + _passing(diff.draft_only, low)
+        seen: dict = {}
+        changed = _passing(diff.active_only, low, seen) + _passing(diff.draft_only, low, seen)
         if changed:
-            candidates.append((message_id, body, low, changed))
+            candidates.append((message_id, body, low, changed, seen))
     if not candidates:
         return []
     counts.candidates += len(candidates)
     segments = segments_of([c[0] for c in candidates])
     active_ids = {r.compiled.rules[0].spec.rule_id for r in diff.active_only}
+    starts = diff.starts
     changes = []
-    for message_id, body, low, changed in candidates:
+    for message_id, body, low, changed, seen in candidates:
         counts.full_matches += 1
         parts = segments.get(message_id)
-        cache: dict = {}
-        hits = _hits(changed, body, parts, cache)
+        # anchors are found in the lower-cased text, which has the text's offsets when it is ASCII
+        finder = _Finder(low if body.isascii() else None, starts)
+        cache: dict = {}  # words around a match, and its negation check, shared by the rules
+        hits = _hits(changed, body, parts, finder, cache)
         active_hits = [h for rule_id, found in hits.items() if rule_id in active_ids for h in found]
         draft_hits = [h for rule_id, found in hits.items() if rule_id not in active_ids for h in found]
         if bool(active_hits) == bool(draft_hits):
             continue
-        if _routes(_passing(diff.shared, low), body, parts, cache):
+        if _routes(_passing(diff.shared, low, seen), body, parts, finder, cache):
             continue  # an unchanged rule routes it under both sets
         kind = "added" if draft_hits else "removed"
         counts.by_kind[kind] += 1

@@ -99,7 +99,7 @@ class BaseRuleFormSet(forms.BaseFormSet):
             seen.add(code)
 
     def changes(self) -> tuple[list[RuleDraft], dict[str, dict[str, Any]], list[str]]:
-        """(add, change, remove) relative to the base version, for rule_set_publish."""
+        """(add, change, remove) relative to the base version, for rule_set_draft_create."""
         add: list[RuleDraft] = []
         change: dict[str, dict[str, Any]] = {}
         remove: list[str] = []
@@ -122,6 +122,18 @@ class PublishForm(forms.Form):
     note = forms.CharField(
         max_length=300,
         help_text="Why this version: it is recorded with the version.",
+        widget=forms.TextInput(attrs={"size": 80}),
+    )
+    expected_active_version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+
+class RollBackForm(forms.Form):
+    """The reason for a roll back (recorded as the new version's note) and the version it was
+    asked against, so that two admins acting at once cannot overwrite each other silently."""
+
+    reason = forms.CharField(
+        max_length=300,
+        help_text="Why roll back: it is recorded with the new version and shown on its page.",
         widget=forms.TextInput(attrs={"size": 80}),
     )
     expected_active_version = forms.IntegerField(required=False, widget=forms.HiddenInput)

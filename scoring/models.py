@@ -47,6 +47,14 @@ class RuleSet(models.Model):
         related_name="+",
         help_text="The backtest this version was published on (a draft's); none for a roll back.",
     )
+    restores = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The earlier version this one publishes again unchanged (a roll back); the note says why.",
+    )
 
     class Meta:
         ordering = ["-version"]

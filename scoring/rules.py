@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 # Words that negate what follows. Curly apostrophes are folded to ' before matching.
@@ -210,16 +210,15 @@ def compile_rules(specs: Iterable[RuleSpec]) -> CompiledRules:
 
 
 class _WordIndex:
-    """Word spans of one text, built once, for the context and negation windows."""
+    """Word spans of one text, or of the stretch [lo, hi) of it, for the context and negation
+    windows. `lo` and `hi` lie next to a character no word holds (or at the ends of the text), so
+    the stretch's words are the whole text's words there (see _around)."""
 
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        for m in _WORD.finditer(text):
-            start, end = m.span()
-            self.starts.append(start)
-            self.ends.append(end)
+    def __init__(self, text: str, lo: int = 0, hi: int | None = None) -> None:
+        self.text, self.lo, self.hi = text, lo, len(text) if hi is None else hi
+        spans = [m.span() for m in _WORD.finditer(text, lo, self.hi)]
+        self.starts: list[int] = [start for start, _ in spans]
+        self.ends: list[int] = [end for _, end in spans]
 
     def word(self, j: int) -> str:
         """The j-th word, lower-cased (the guards read a few words near a match, so words are
@@ -233,6 +232,72 @@ class _WordIndex:
     def from_(self, pos: int) -> int:
         """Index of the first word that starts at or after `pos`."""
         return bisect.bisect_left(self.starts, pos)
+
+
+# A character no word holds (see _WORD): no word runs across it.
+_NOT_IN_WORD = re.compile(r"[^\w'\-]")
+
+
+# Past this many characters around a match, the guards index the whole text once instead (a very
+# long word, or a stretch with few words): a stretch is a saving, never a cost of its own.
+_AROUND_LIMIT = 4096
+
+
+def _around(text: str, start: int, end: int, words_before: int, words_after: int) -> _WordIndex | None:
+    """The words around a match [start, end): at least `words_before` of them ending by `start`
+    (or all from the start of the text) and `words_after` from `end` (or all to its end), which is
+    all the guards read. Indexing only this stretch, not the whole text, is what keeps the guards'
+    cost flat in the length of a text. The stretch starts just after, and ends at, a character no
+    word holds: a word scan of it finds the same words as a scan of the whole text. None when the
+    stretch would pass _AROUND_LIMIT characters."""
+    # about 8 characters a word; a stretch that holds too few words is widened
+    reach_before = 8 * (words_before + 1)
+    reach_after = 8 * (words_after + 1)
+    size = len(text)
+    while reach_before <= _AROUND_LIMIT and reach_after <= _AROUND_LIMIT:
+        lo = max(0, start - reach_before)
+        floor = max(0, lo - _AROUND_LIMIT)
+        while lo > floor and not _NOT_IN_WORD.match(text, lo - 1):
+            lo -= 1
+        if lo and not _NOT_IN_WORD.match(text, lo - 1):
+            return None  # inside a very long word
+        ceiling = min(size, end + 2 * _AROUND_LIMIT)
+        found = _NOT_IN_WORD.search(text, min(size, end + reach_after), ceiling)
+        if found is not None:
+            hi = found.start()
+        elif ceiling == size:
+            hi = size
+        else:
+            return None  # inside a very long word
+        index = _WordIndex(text, lo, hi)
+        if (lo == 0 or index.before(start) >= words_before) and (
+            hi == size or len(index.starts) - index.from_(end) >= words_after
+        ):
+            return index
+        reach_before *= 4
+        reach_after *= 4
+    return None
+
+
+def _index_for(cache: dict, text: str, start: int, end: int, before: int, after: int) -> _WordIndex:
+    """_around, reusing the index made for the same match when it holds enough words, or the
+    whole text's index (made once) when _around gives up."""
+    key = ("index", start, end)
+    held = cache.get(key)
+    if held is not None and held[1] >= before and held[2] >= after:
+        return held[0]
+    if held is not None:
+        before, after = max(before, held[1]), max(after, held[2])
+    index = _around(text, start, end, before, after)
+    if index is None:
+        if "whole" not in cache:
+            cache["whole"] = _WordIndex(text)
+        index = cache["whole"]
+    # what it holds: words before and after the match (all of them at an end of the text)
+    has_before = len(text) if index.lo == 0 else index.before(start)
+    has_after = len(text) if index.hi == len(text) else len(index.starts) - index.from_(end)
+    cache[key] = (index, has_before, has_after)
+    return index
 
 
 def _negated(text: str, index: _WordIndex, start: int) -> bool:
@@ -285,31 +350,44 @@ def _in_context(text: str, index: _WordIndex, rule: _CompiledRule, start: int, e
     return False
 
 
-def iter_hits(text: str, compiled: CompiledRules, *, cache: dict | None = None) -> Iterator[RuleHit]:
+def iter_hits(
+    text: str,
+    compiled: CompiledRules,
+    *,
+    finder: Callable[[_CompiledRule, str], Iterable[re.Match[str]]] | None = None,
+    cache: dict | None = None,
+) -> Iterator[RuleHit]:
     """The rule hits of `text` one at a time, rule by rule in the order of `compiled` (not sorted),
     so that a caller who needs only the first one (the backtest: "does any rule route this?")
-    stops there. The word index of the guards is built once, when first needed; a caller that
-    matches the same text again with other rules passes the same `cache` dict to reuse it."""
+    stops there. The guards index only the words around each match (_around). A caller that
+    matches the same text again with other rules passes the same `cache` dict: a match two rules
+    share (the backtest: a rule and its edited copy) is then indexed and negation-checked once.
+    `finder(rule, folded_text)` replaces `rule.regex.finditer(folded_text)` for a caller that can
+    find the same matches faster (the backtest: scoring.backtest.anchored_matches)."""
     if not isinstance(text, str):
         raise TypeError(f"match() needs a str, not {type(text).__name__}.")
     if not text or not compiled.rules:
         return
     folded = text.translate(_FOLD) if not text.isascii() else text  # _FOLD maps non-ASCII only
-    index: _WordIndex | None = cache.get("index") if cache is not None else None
+    cache = {} if cache is None else cache
     for rule in compiled.rules:
         spec = rule.spec
+        if spec.negation_guard or rule.context is not None:
+            window = spec.context_window if rule.context is not None else 0
+            before = max(window, NEGATION_WINDOW if spec.negation_guard else 0)
         # finditer never overlaps its own matches, so one rule reports a stretch of text once.
-        for m in rule.regex.finditer(folded):
+        for m in rule.regex.finditer(folded) if finder is None else finder(rule, folded):
             start, end = m.span()
             if start == end:
                 continue
             if spec.negation_guard or rule.context is not None:
-                if index is None:
-                    index = _WordIndex(folded)
-                    if cache is not None:
-                        cache["index"] = index
-                if spec.negation_guard and _guarded(folded, index, start, end):
-                    continue
+                index = _index_for(cache, folded, start, end, before, window)
+                if spec.negation_guard:
+                    key = ("guarded", start, end)
+                    if key not in cache:
+                        cache[key] = _guarded(folded, index, start, end)
+                    if cache[key]:
+                        continue
                 if rule.context is not None and not _in_context(folded, index, rule, start, end):
                     continue
             yield RuleHit(

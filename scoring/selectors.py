@@ -21,7 +21,7 @@ def active_rule_set() -> RuleSet | None:
 
 def rule_sets_with_counts() -> QuerySet[RuleSet]:
     """Every rule set, newest first, with its number of rules (for lists: no N+1)."""
-    return RuleSet.objects.select_related("created_by").annotate(rule_count=Count("rules"))
+    return RuleSet.objects.select_related("created_by", "restores").annotate(rule_count=Count("rules"))
 
 
 def rules_of(rule_set: RuleSet) -> QuerySet[Rule]:

@@ -1,9 +1,13 @@
-"""Rule-set versions: an edit is published as a new version and activated in one transaction.
+"""Rule-set versions: an edit is a draft, backtested, then published as a new active version.
 
 A published rule set is never changed in place. Editing means: take a base version, apply the
-changes, save the result as version max+1 and make it the active one, atomically. Rule matches
-recorded earlier keep pointing at the rules (and version) that produced them, so an old match
-stays explainable after any edit. Rolling back is publishing an old version unchanged.
+changes and save the result as a draft (`rule_set_draft_create`); the draft is backtested against
+the active rules (monitoring.backtest) and published on a finished backtest as version max+1,
+activated atomically (`rule_set_draft_publish`). No edit is published blind: there is no one-step
+publish of an edit. The one exception is rolling back (`rule_set_roll_back`): an earlier
+published version is published again unchanged, at once, with the reason recorded; its rules
+have run before, so there is nothing new to backtest. Rule matches recorded earlier keep
+pointing at the rules (and version) that produced them, so an old match stays explainable.
 """
 
 from __future__ import annotations
@@ -145,37 +149,35 @@ def _apply_changes(
     return sorted(drafts.values(), key=lambda d: d.code)
 
 
-def rule_set_publish(
+def rule_set_roll_back(
     *,
-    base: RuleSet,
+    to: RuleSet,
     user: AbstractBaseUser,
-    note: str,
-    add: Sequence[RuleDraft] = (),
-    change: Mapping[str, Mapping[str, Any]] | None = None,
-    remove: Iterable[str] = (),
+    reason: str,
     expected_active_version: int | None = None,
 ) -> RuleSet:
-    """Publish `base` with the changes as a new rule-set version and activate it atomically.
+    """Publish the earlier version `to` again, unchanged, as the new active version, at once.
 
-    `remove` lists rule codes to drop, `change` maps a rule code to the fields to replace
-    (any of RULE_FIELDS, `code` included to rename), `add` gives new rules. Publishing an
-    inactive base unchanged is how to roll back. With `expected_active_version`, the publish
-    is refused when another version became active meanwhile (the admin form passes the version
-    it showed, so two admins editing at once cannot overwrite each other silently).
-
-    Promises: only compliance admins (and superusers) publish; every rule compiles; on any
-    error a RuleSetError says what is wrong and nothing is written; exactly one set is active
-    afterwards; no existing rule or rule set is modified except the old set's is_active flag.
-    """
-    note = _check_publisher(user, note, verb="publish")
-    base_drafts, drafts = _edited(base, add=add, change=change, remove=remove)
+    The new version records the version it restores (RuleSet.restores) and `reason` as its note.
+    Promises: only compliance admins (and superusers) roll back; a reason is required; `to` must
+    be a published version other than the active one; with `expected_active_version`, refused
+    when another version became active meanwhile; on any error a RuleSetError says what is wrong
+    and nothing is written; exactly one set is active afterwards; no existing rule or rule set is
+    modified except the old active set's is_active flag."""
+    reason = _check_publisher(user, reason, verb="roll back")
+    if to.pk is None:
+        raise RuleSetError("Roll back to a saved rule-set version.")
+    if to.is_active:
+        raise RuleSetError(f"v{to.version} is the active version already: there is nothing to roll back.")
+    rules = [rule_draft_of(rule) for rule in to.rules.select_related("claim_type").order_by("code")]
     return _publish(
-        drafts=drafts,
-        base=base,
-        base_drafts=base_drafts,
+        drafts=rules,
+        base=to,
+        base_drafts=rules,
         user=user,
-        note=note,
+        note=reason,
         expected_active_version=expected_active_version,
+        restores=to,
     )
 
 
@@ -217,9 +219,11 @@ def _publish(
     note: str,
     expected_active_version: int | None,
     backtest: RuleSetBacktest | None = None,
+    restores: RuleSet | None = None,
     on_published: Any = None,
 ) -> RuleSet:
-    """Save `drafts` as the next version and activate it (see rule_set_publish's promises)."""
+    """Save `drafts` as the next version and activate it (see the promises of
+    rule_set_draft_publish and rule_set_roll_back)."""
     try:
         with transaction.atomic():
             active = RuleSet.objects.select_for_update().filter(is_active=True).first()
@@ -248,6 +252,7 @@ def _publish(
                 note=note,
                 created_by=user if user.pk else None,
                 backtest=backtest,
+                restores=restores,
             )
             types = {ct.code: ct for ct in ClaimType.objects.filter(code__in={d.claim_type for d in drafts})}
             Rule.objects.bulk_create(

@@ -7,13 +7,14 @@ from __future__ import annotations
 import io
 import json
 from datetime import timedelta
+from unittest import mock
 
 import pytest
 from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from monitoring.backtest import rule_backtest_request, rule_backtest_run
+from monitoring.backtest import rule_backtest_now, rule_backtest_request, rule_backtest_run
 from scoring.errors import RuleSetError
 from scoring.models import RuleSet, RuleSetBacktest
 from scoring.selectors import clear_compiled_rules_cache
@@ -21,9 +22,10 @@ from scoring.services.rule_sets import (
     RuleDraft,
     rule_set_draft_create,
     rule_set_draft_publish,
-    rule_set_publish,
+    rule_set_roll_back,
 )
 from tests.monitoring.conftest import decide, routed
+from tests.support.rule_sets import publish_edit
 
 pytestmark = pytest.mark.django_db
 
@@ -150,12 +152,153 @@ def test_the_backtest_counts_what_the_draft_routes_differently_per_rule_with_how
         0,
         1,
     )
+    # per claim type: the two forecast messages (one flagged and judged a forecast claim), the
+    # risk-free one nobody reviewed, and the removed guaranteed-returns one judged not a claim
+    by_type = {(g["kind"], g["claim_type"]): g for g in r["by_claim_type"]}
+    assert set(by_type) == {
+        ("added", "performance_forecast"),
+        ("added", "risk_free"),
+        ("removed", "guaranteed_returns"),
+    }
+    forecast = by_type[("added", "performance_forecast")]
+    assert (forecast["messages"], forecast["flagged"], forecast["queue_effect"], forecast["reviewed"]) == (
+        2,
+        1,
+        1,
+        1,
+    )
+    assert (forecast["claims"], forecast["claims_of_type"], forecast["not_claims"]) == (1, 1, 0)
+    assert (forecast["precision"]["successes"], forecast["precision"]["n"]) == (1, 1)
+    assert forecast["precision_of_type"] == forecast["precision"]
+    risk_free = by_type[("added", "risk_free")]
+    assert (risk_free["messages"], risk_free["queue_effect"], risk_free["reviewed"]) == (1, 1, 0)
+    assert risk_free["precision"]["n"] == risk_free["precision_of_type"]["n"] == 0
+    gone = by_type[("removed", "guaranteed_returns")]
+    assert (gone["messages"], gone["reviewed"], gone["claims"], gone["not_claims"]) == (1, 1, 0, 1)
+    assert (gone["precision_of_type"]["successes"], gone["precision_of_type"]["n"]) == (0, 1)
     assert r["queue_change_per_day"] == pytest.approx((2 - 1) / 30, rel=1e-3)
     assert {s["match"] for s in r["sample"]} == {"to the moon", "bulletproof"}
     moon = next(s for s in r["sample"] if s["external_id"] == stored["moon"].external_id)
     assert moon["before"] + moon["match"] + moon["after"] == stored["moon"].body
     assert r["scan"]["candidates"] < r["messages"]
     assert (backtest.processed, backtest.total) == (7, 7)
+
+
+def test_a_changed_rule_with_context_terms_added_is_backtested_with_the_precision_of_its_own_type(
+    version, reviewer, staff_admin
+):
+    # given GR-004 (no context terms in the active set) and a draft that asks for a fund word near it
+    active = RuleSet.objects.get(is_active=True)
+    draft = rule_set_draft_create(
+        base=active,
+        user=staff_admin,
+        note="GR-004 only near a fund word",
+        change={"GR-004": {"context_terms": ("fund", "invest*")}},
+    )
+    now = timezone.now()
+    at = now - timedelta(days=2)
+    bodies = {
+        "income": "You get assured income with us.",  # no fund word: the draft drops it
+        "profits": "Locked-in profits for everyone.",  # no fund word either
+        "fund": "Assured income from our fund.",  # routed by both: unchanged
+        "asked": "Is the fund's income assured?",  # no GR-004 hit under either set
+    }
+    messages = {
+        key: routed(version, received_at=at, score=0.1, route="rule_hit", body=body)
+        for key, body in bodies.items()
+    }
+    decide(messages["income"], verdict="no_claim", at=at, reviewer=reviewer)
+    # a reviewer judged the second one a claim, but of another type than the rule's
+    decide(messages["profits"], verdict="claim", claim_code="risk_free", at=at, reviewer=reviewer)
+    decide(messages["fund"], verdict="claim", claim_code="guaranteed_returns", at=at, reviewer=reviewer)
+
+    # when
+    backtest = rule_backtest_now(draft=draft, days=30)
+
+    # then
+    r = backtest.results
+    assert backtest.status == "done", backtest.error
+    assert r["rules"] == {"added": [], "removed": [], "changed": ["GR-004"]}
+    assert (r["messages"], r["added"]["messages"], r["removed"]["messages"]) == (4, 0, 2)
+    rule = {(g["kind"], g["rule"]): g for g in r["by_rule"]}[("removed", "GR-004")]
+    assert (rule["messages"], rule["reviewed"], rule["claims"], rule["claims_of_type"]) == (2, 2, 1, 0)
+    assert (rule["precision"]["successes"], rule["precision"]["n"]) == (1, 2)
+    assert (rule["precision_of_type"]["successes"], rule["precision_of_type"]["n"]) == (0, 2)
+    assert rule["precision_of_type"]["high"] < rule["precision"]["high"]  # its Wilson interval
+    assert r["by_claim_type"] == [
+        {
+            "kind": "removed",
+            "claim_type": "guaranteed_returns",
+            **{k: rule[k] for k in rule if k not in ("kind", "rule", "claim_type")},
+        }
+    ]
+    assert r["queue_change_per_day"] == pytest.approx(-2 / 30, rel=1e-3)
+    # and the command prints the rule's own-type precision with the per-type lines
+    text = io.StringIO()
+    call_command("backtest_rules", "--draft", str(draft.pk), stdout=text)
+    assert "guaranteed_returns claims 0 of 2" in text.getvalue()
+    assert "Per claim type:" in text.getvalue()
+
+
+def test_a_backtest_request_publishes_its_task_after_commit_to_the_default_queue(
+    draft, staff_admin, django_capture_on_commit_callbacks
+):
+    from compliance_site.celery import app as celery_app
+    from core import queues
+
+    with mock.patch("monitoring.tasks.run_rule_backtest.apply_async") as apply_async:
+        with django_capture_on_commit_callbacks(execute=False) as callbacks:
+            backtest = rule_backtest_request(draft=draft, user=staff_admin, days=30)
+        assert not apply_async.called  # nothing is published before the commit
+        assert len(callbacks) == 1
+        callbacks[0]()
+
+    apply_async.assert_called_once()
+    options = apply_async.call_args.kwargs
+    assert options["args"] == [backtest.pk] and options["retry"] is False
+    route = celery_app.amqp.router.route(
+        dict(options), "monitoring.tasks.run_rule_backtest", args=options["args"]
+    )
+    assert route["queue"].name == queues.DEFAULT
+
+
+def test_a_backtest_whose_task_was_lost_is_published_again_by_the_sweep_and_then_computed(
+    draft, stored, staff_admin, django_capture_on_commit_callbacks
+):
+    from monitoring.backtest import rule_backtests_sweep
+    from monitoring.tasks import run_rule_backtest
+
+    # given a backtest requested while the broker was down, a fresh one, and a finished one
+    broker_down = mock.patch("monitoring.tasks.run_rule_backtest.apply_async", side_effect=ConnectionError)
+    with broker_down, django_capture_on_commit_callbacks(execute=True):
+        lost = rule_backtest_request(draft=draft, user=staff_admin, days=30)
+        fresh = rule_backtest_request(draft=draft, user=staff_admin, days=30)
+        done = rule_backtest_request(draft=draft, user=staff_admin, days=30)
+    rule_backtest_run(backtest_id=done.pk)
+    ten_minutes_ago = timezone.now() - timedelta(minutes=10)
+    RuleSetBacktest.objects.filter(pk__in=[lost.pk, done.pk]).update(created_at=ten_minutes_ago)
+    assert RuleSetBacktest.objects.get(pk=lost.pk).status == "pending"
+
+    # when the sweep runs
+    with mock.patch("monitoring.tasks.run_rule_backtest.apply_async") as apply_async:
+        published = rule_backtests_sweep(older_than=timedelta(minutes=5))
+
+    # then only the lost one is published again, and its task computes it
+    assert published == 1
+    assert [c.kwargs["args"] for c in apply_async.call_args_list] == [[lost.pk]]
+    assert run_rule_backtest(lost.pk) == "done"
+    assert RuleSetBacktest.objects.get(pk=lost.pk).results["added"]["messages"] == 3
+    assert RuleSetBacktest.objects.get(pk=fresh.pk).status == "pending"
+    with mock.patch("monitoring.tasks.run_rule_backtest.apply_async") as apply_async:
+        assert rule_backtests_sweep(older_than=timedelta(minutes=5)) == 0  # nothing is left pending
+
+
+def test_beat_runs_the_backtest_sweep_once_per_stuck_interval(settings):
+    from monitoring.tasks import sweep_backtests
+
+    entry = settings.CELERY_BEAT_SCHEDULE["sweep-backtests"]
+    assert entry["task"] == sweep_backtests.name == "monitoring.tasks.sweep_backtests"
+    assert entry["schedule"] == settings.BACKTEST_STUCK_AFTER_SECONDS
 
 
 def test_running_a_finished_backtest_again_changes_nothing(draft, stored, staff_admin):
@@ -187,11 +330,19 @@ def test_a_draft_is_published_only_on_a_finished_backtest_against_the_active_ver
 
 def test_a_backtest_against_a_version_no_longer_active_cannot_be_published(draft, stored, staff_admin):
     backtest = rule_backtest_run(backtest_id=rule_backtest_request(draft=draft, user=staff_admin, days=30).pk)
-    rule_set_publish(base=draft.base, user=staff_admin, note="someone else's edit", remove=["RE-003"])
+    publish_edit(base=draft.base, user=staff_admin, note="someone else's edit", remove=["RE-003"])
 
     with pytest.raises(RuleSetError, match="run the backtest again"):
         rule_set_draft_publish(draft=draft, backtest=backtest, user=staff_admin)
     assert not RuleSet.objects.filter(backtest=backtest).exists()
+
+
+def test_a_roll_back_meanwhile_also_makes_a_backtest_stale(draft, stored, staff_admin):
+    backtest = rule_backtest_run(backtest_id=rule_backtest_request(draft=draft, user=staff_admin, days=30).pk)
+    rule_set_roll_back(to=RuleSet.objects.get(version=1), user=staff_admin, reason="v2 missed too much")
+
+    with pytest.raises(RuleSetError, match="run the backtest again"):
+        rule_set_draft_publish(draft=draft, backtest=backtest, user=staff_admin)
 
 
 def test_only_a_compliance_admin_drafts_or_backtests(draft, reviewer):
@@ -247,6 +398,8 @@ def test_the_draft_page_requests_a_backtest_shows_progress_then_the_results_and_
     assert progress.headers["HX-Refresh"] == "true"
     html = client.get(page).content.decode()
     assert '<mark class="rule">to the moon</mark>' in html
+    # PF-900's one reviewed message is a forecast claim: the precision of the rule's own type
+    assert html.count('class="precision-of-type">1 of 1: 100 %') == 2  # per rule and per claim type
     assert "+0.0 a day" in html and 'id="publish-form"' in html
 
     response = client.post(

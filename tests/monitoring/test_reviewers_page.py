@@ -3,6 +3,7 @@ kappa over time with the disagreement alert, small samples shown as small."""
 
 from __future__ import annotations
 
+import statistics
 from datetime import timedelta
 
 import pytest
@@ -13,7 +14,7 @@ from django.utils import timezone
 
 from monitoring.agreement import cohen_kappa
 from monitoring.selectors.reviewers import ALL_REVIEWERS, kappa_timeline, reviewers_report
-from reviews.models import DoubleReview
+from reviews.models import DecisionTiming, DoubleReview
 from reviews.services import decision_record, lock_claim
 from tests.factories import claim_type, reviewable_message
 from tests.reviews.conftest import signed_in
@@ -88,6 +89,35 @@ def test_each_reviewers_agreement_kappa_and_agreement_with_final_decisions(pairs
     assert row(report, "rita_reviewer", "risk_free").agreement.n == 1
     assert row(report, "rita_reviewer", "guaranteed_returns").agreement.n == 5
     assert report.pending == 0 and report.awaiting_admin == 0
+
+
+def test_the_median_time_to_decide_is_the_median_of_the_recorded_timings(pairs, admin_user):
+    # given explicit timings (those recorded live depend on the clock), in decision order:
+    # rita decided gr, gr, no_claim (about the model's gr), rf, gr, gr; rob the second of each pair
+    chosen = {"rita_reviewer": [4, 8, 30, 12, 300, 10], "rob_reviewer": [20, 40, 60, 80, 100, 120]}
+    for username, seconds in chosen.items():
+        timings = DecisionTiming.objects.filter(decision__reviewer__username=username).order_by(
+            "decision__created_at", "decision_id"
+        )
+        assert timings.count() == len(seconds)
+        for timing, value in zip(list(timings), seconds, strict=True):
+            DecisionTiming.objects.filter(pk=timing.pk).update(seconds=value)
+    DecisionTiming.objects.filter(decision__reviewer=admin_user).update(seconds=1000)
+    admin_timed = DecisionTiming.objects.filter(decision__reviewer=admin_user).count()
+
+    # when
+    report = reviewers_report(days=30, period="week")
+
+    # then
+    assert (row(report, "rita_reviewer").median_seconds, row(report, "rita_reviewer").timed) == (11.0, 6)
+    assert row(report, "rob_reviewer").median_seconds == 70.0
+    assert row(report, "rita_reviewer", "guaranteed_returns").median_seconds == 10.0  # 4, 8, 10, 30, 300
+    assert row(report, "rita_reviewer", "risk_free").median_seconds == 12.0
+    everyone = row(report, ALL_REVIEWERS)
+    every_timing = [*chosen["rita_reviewer"], *chosen["rob_reviewer"], *[1000] * admin_timed]
+    assert (everyone.median_seconds, everyone.timed) == (statistics.median(every_timing), len(every_timing))
+    html = signed_in(admin_user).get(reverse("monitoring:reviewers"), {"days": 30}).content.decode()
+    assert "11 s (n = 6)" in html and "70 s (n = 6)" in html
 
 
 def test_the_page_shows_every_figure_with_its_size_and_never_a_bare_number(pairs, admin_user):

@@ -4,6 +4,7 @@ reads the seeded rule sets."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -14,9 +15,12 @@ from scoring.backtest import (
     AnyOf,
     Literal,
     ScanCounts,
+    anchored_matches,
+    anchors,
     prefilter_text,
     required,
     rule_diff,
+    rule_key,
     rule_required,
     scan,
 )
@@ -143,3 +147,128 @@ def test_a_hit_outside_the_routing_parts_does_not_route():
 
     assert run({1: quoted}, parts)[0] == {}
     assert run({1: quoted})[0] == {1: "added"}  # a whole-text model routes on every part
+
+
+# --- Faster matching, same matches --------------------------------------------------------------
+
+
+def test_the_anchors_are_the_literals_every_match_starts_with():
+    assert anchors(r"\bguarantee[ds]?\s+returns") == ("guarantee",)
+    assert anchors(r"\b(?:assured|Certain)\s+income") == ("assured", "certain")
+    assert anchors(r"(?:not\s+)?risk[- ]?free") == ("not", "risk")  # an optional start adds its own
+    assert anchors(r"(?<!no )(?=\w)SEC\b") == ("sec",)  # look-arounds and \b take no room
+    assert anchors(r"[- ]?x") == (" ", "-", "x")
+    assert anchors(r"(?:gain|gains|g)\b") == ("g",)  # a prefix of another finds its places too
+    assert anchors(r"\d+%") is None  # a class: could start anywhere
+    assert anchors(r"x?") is None  # can match empty
+    assert anchors(r"caf\u00e9") is None  # not ASCII
+
+
+def test_the_anchored_search_finds_what_a_whole_text_search_finds():
+    cases = [
+        (r"aa", "aaaa aAa"),  # overlapping places: finditer's stepping
+        (r"\bis\b", "This is it; IS this?"),  # \b reads the character before the place
+        (r"(?<=x)yz|yz", "xyz yz"),
+        (r"(?:no|not)\s+risk", "not risk, NO RISK, Not  risk"),
+    ]
+    for pattern, text in cases:
+        regex = re.compile(pattern, re.IGNORECASE)
+        found = anchored_matches(regex, anchors(pattern), text, text.lower())
+        assert [m.span() for m in found] == [m.span() for m in regex.finditer(text)], pattern
+
+
+def _seeded_specs() -> list[RuleSpec]:
+    from scoring.models import RuleSet
+    from scoring.selectors import rule_spec_of
+
+    return [rule_spec_of(r, s.version) for s in RuleSet.objects.all() for r in s.rules.all()]
+
+
+def _texts() -> list[str]:
+    import random
+
+    from monitoring.bench_backtest import _body
+
+    corpus = [json.loads(line)["body"] for line in CORPUS.read_text().splitlines()[:1200]]
+    rng = random.Random(7)
+    bench = [_body(rng) for _ in range(300)]
+    odd = [
+        "Your capital is safe \u2014 the SEC\u2011approved fund\u2019s returns are guaranteed.",
+        "We cannot, and will not, promise it. Returns are guaranteed" + "x" * 400 + " for investors.",
+        "risk-free " + "supercalifragilistic" * 30 + " investment",
+        "This stock will double. " * 40,
+    ]
+    return corpus + bench + odd
+
+
+def test_the_anchored_search_finds_every_seeded_rules_matches_on_the_corpus(db):
+    specs = _seeded_specs()
+    texts = [t for t in _texts() if t.isascii()]
+    checked = 0
+    for rule in specs:
+        regex = compile_rule(rule).regex
+        starts = anchors(rule.pattern)
+        for text in texts:
+            found = anchored_matches(regex, starts, text, text.lower())
+            assert [m.span() for m in found] == [m.span() for m in regex.finditer(text)], (rule.code, text)
+            checked += bool(found)
+    assert len(specs) >= 30 and checked > 100
+    assert sum(anchors(rule.pattern) is not None for rule in specs) > len(specs) / 2
+
+
+def _routing_by_full_match(texts: dict[int, str], active, draft) -> dict[int, tuple[str, set]]:
+    """The reference: every rule of both sets on every text, no prefilter, no anchors, no sharing."""
+    from scoring.rules import compile_rules
+
+    shared = {rule_key(s) for s in active} & {rule_key(s) for s in draft}
+    sides = {
+        "active": compile_rules(dataclasses.replace(s, rule_id=i) for i, s in enumerate(active, 1)),
+        "draft": compile_rules(dataclasses.replace(s, rule_id=-i) for i, s in enumerate(draft, 1)),
+    }
+    keys = {
+        "active": {i: rule_key(s) for i, s in enumerate(active, 1)},
+        "draft": {-i: rule_key(s) for i, s in enumerate(draft, 1)},
+    }
+    expected = {}
+    for message_id, text in texts.items():
+        hits = {side: match(text, compiled) for side, compiled in sides.items()}
+        if bool(hits["active"]) == bool(hits["draft"]):
+            continue
+        side = "draft" if hits["draft"] else "active"
+        own = {(h.code, h.start, h.end) for h in hits[side] if keys[side][h.rule_id] not in shared}
+        expected[message_id] = ("added" if side == "draft" else "removed", own)
+    return expected
+
+
+def test_the_scan_finds_what_matching_every_rule_of_both_sets_finds(db):
+    from monitoring.bench_backtest import drafts
+    from scoring.selectors import active_rule_set, rule_spec_of
+
+    active_set = active_rule_set()
+    active = [rule_spec_of(r, active_set.version) for r in active_set.rules.all() if r.enabled]
+    texts = dict(enumerate(_texts(), start=1))
+    for name, draft in {
+        **drafts(active),
+        "terms": [
+            dataclasses.replace(s, context_terms=(*s.context_terms, "team")) if s.context_terms else s
+            for s in active
+        ],
+    }.items():
+        found = scan(texts.items(), rule_diff(active, draft), segments_of=lambda ids: {})
+        got = {c.message_id: (c.kind, {(h.code, h.start, h.end) for h in c.hits}) for c in found}
+        assert got == _routing_by_full_match(texts, active, draft), name
+        assert got, name  # each draft changes something on these texts
+
+
+def test_the_seeded_rules_hit_the_same_spans_with_the_words_around_a_match_as_with_the_whole_text(db):
+    from scoring.rules import compile_rules
+    from tests.scoring.test_rules import _hits_with_a_whole_text_word_index
+
+    specs = [dataclasses.replace(s, rule_id=i) for i, s in enumerate(_seeded_specs(), start=1)]
+    compiled = compile_rules(specs)
+    hit = 0
+    for text in _texts():
+        got = [(h.rule_id, h.start, h.end) for h in match(text, compiled)]
+        assert got == _hits_with_a_whole_text_word_index(text, specs), text
+        hit += bool(got)
+    assert hit > 100

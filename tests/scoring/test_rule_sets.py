@@ -1,4 +1,5 @@
-"""Rule sets in the database: the seeded rules, publishing versions, the selectors, the admin."""
+"""Rule sets in the database: the seeded rules, publishing versions (an edit through a backtested
+draft, a roll back at once with its reason), the selectors, the admin."""
 
 from __future__ import annotations
 
@@ -14,8 +15,15 @@ from scoring.errors import RuleSetError
 from scoring.models import ClaimType, Rule, RuleMatch, RuleSet, RuleSetDraft
 from scoring.rules import match
 from scoring.selectors import active_compiled_rules, active_rule_specs, clear_compiled_rules_cache
-from scoring.services.rule_sets import RuleDraft, draft_rules, rule_draft_of, rule_set_publish
+from scoring.services.rule_sets import (
+    RuleDraft,
+    draft_rules,
+    rule_draft_of,
+    rule_set_draft_create,
+    rule_set_roll_back,
+)
 from tests.factories import MessageFactory, UserFactory
+from tests.support.rule_sets import publish_edit
 
 pytestmark = pytest.mark.django_db
 
@@ -158,7 +166,7 @@ def test_compiled_rules_are_reused_until_another_version_becomes_active(
     first = active_compiled_rules()
     with django_assert_num_queries(1):  # only the "which version is active" check
         assert active_compiled_rules() is first
-    rule_set_publish(base=seeded(), user=staff_admin, note="drop GR-004", remove=["GR-004"])
+    publish_edit(base=seeded(), user=staff_admin, note="drop GR-004", remove=["GR-004"])
     second = active_compiled_rules()
     assert second is not first
     assert second.versions == {SEEDED + 1}
@@ -185,7 +193,7 @@ def test_publishing_a_change_creates_and_activates_a_new_version_and_leaves_the_
         text="guaranteed returns",
     )
     # when
-    published = rule_set_publish(
+    published = publish_edit(
         base=base,
         user=staff_admin,
         note="Catch 'surefire returns'",
@@ -212,7 +220,7 @@ def test_adding_and_removing_rules_publishes_exactly_that_difference(staff_admin
         context_terms=("invest*",),
         context_window=6,
     )
-    published = rule_set_publish(
+    published = publish_edit(
         base=seeded(), user=staff_admin, note="swap a rule", add=[new_rule], remove=["RF-003"]
     )
     codes = set(published.rules.values_list("code", flat=True))
@@ -237,38 +245,69 @@ def test_adding_and_removing_rules_publishes_exactly_that_difference(staff_admin
         ({"add": [RuleDraft(code="GR-001", claim_type="risk_free", pattern="x")]}, "already exists"),
         ({"add": [RuleDraft(code="bad code!", claim_type="risk_free", pattern="x")]}, "not valid"),
         ({"note": "   ", "remove": ["GR-001"]}, "note"),
-        ({"remove": ["GR-001"], "expected_active_version": 7}, "no longer the active version"),
-        ({}, "Nothing to publish"),
+        ({}, "Nothing to draft"),
     ],
 )
-def test_a_bad_publish_is_refused_with_a_clear_error_and_changes_nothing(staff_admin, kwargs, message):
+def test_a_bad_edit_is_refused_with_a_clear_error_and_changes_nothing(staff_admin, kwargs, message):
     before = snapshot(seeded())
     kwargs = {"note": "an edit", **kwargs}
     with pytest.raises(RuleSetError, match=message):
-        rule_set_publish(base=seeded(), user=staff_admin, **kwargs)
+        rule_set_draft_create(base=seeded(), user=staff_admin, **kwargs)
     assert list(RuleSet.objects.values_list("version", "is_active")) == [(SEEDED, True), (1, False)]
-    assert snapshot(seeded()) == before
+    assert snapshot(seeded()) == before and not RuleSetDraft.objects.exists()
 
 
 @pytest.mark.parametrize("persona", ["reviewer", "auditor", "outsider"])
-def test_only_a_compliance_admin_can_publish(request, persona):
+def test_only_a_compliance_admin_can_draft_or_roll_back(request, persona):
     user = request.getfixturevalue(persona)
     with pytest.raises(RuleSetError, match="Only a compliance admin"):
-        rule_set_publish(base=seeded(), user=user, note="sneaky", remove=["GR-001"])
-    assert RuleSet.objects.count() == SEEDED
+        rule_set_draft_create(base=seeded(), user=user, note="sneaky", remove=["GR-001"])
+    with pytest.raises(RuleSetError, match="Only a compliance admin"):
+        rule_set_roll_back(to=RuleSet.objects.get(version=1), user=user, reason="sneaky")
+    assert RuleSet.objects.count() == SEEDED and not RuleSetDraft.objects.exists()
 
 
 def test_a_superuser_can_publish():
     root = UserFactory(username="root", is_superuser=True, is_staff=True)
-    assert rule_set_publish(base=seeded(), user=root, note="as root", remove=["GR-001"]).version == SEEDED + 1
+    assert publish_edit(base=seeded(), user=root, note="as root", remove=["GR-001"]).version == SEEDED + 1
 
 
-def test_publishing_an_old_version_unchanged_rolls_back_as_a_new_version(staff_admin):
-    rule_set_publish(base=seeded(), user=staff_admin, note="drop RE-003", remove=["RE-003"])
-    rolled_back = rule_set_publish(base=seeded(), user=staff_admin, note="roll back to v1")
+def test_an_edit_can_no_longer_be_published_in_one_step():
+    from scoring.services import rule_sets
+
+    assert not hasattr(rule_sets, "rule_set_publish")
+    publishers = [name for name in dir(rule_sets) if "publish" in name and not name.startswith("_")]
+    assert publishers == ["rule_set_draft_publish"]
+
+
+def test_rolling_back_publishes_an_earlier_version_unchanged_as_a_new_version_with_its_reason(staff_admin):
+    publish_edit(base=seeded(), user=staff_admin, note="drop RE-003", remove=["RE-003"])
+    rolled_back = rule_set_roll_back(
+        to=seeded(), user=staff_admin, reason="RE-003 caught SEC-approved funds", expected_active_version=3
+    )
     assert rolled_back.version == SEEDED + 2 and rolled_back.is_active
     assert snapshot(rolled_back) == snapshot(seeded())
+    assert (rolled_back.restores, rolled_back.note, rolled_back.backtest) == (
+        seeded(),
+        "RE-003 caught SEC-approved funds",
+        None,
+    )
     assert list(RuleSet.objects.filter(is_active=True).values_list("version", flat=True)) == [SEEDED + 2]
+
+
+@pytest.mark.parametrize(
+    ("to_version", "kwargs", "message"),
+    [
+        (SEEDED, {}, "is the active version already"),
+        (1, {"reason": "  "}, "note"),
+        (1, {"expected_active_version": 7}, "no longer the active version"),
+    ],
+)
+def test_a_bad_roll_back_is_refused_and_changes_nothing(staff_admin, to_version, kwargs, message):
+    kwargs = {"reason": "v1 was better", **kwargs}
+    with pytest.raises(RuleSetError, match=message):
+        rule_set_roll_back(to=RuleSet.objects.get(version=to_version), user=staff_admin, **kwargs)
+    assert list(RuleSet.objects.values_list("version", "is_active")) == [(SEEDED, True), (1, False)]
 
 
 # --- admin -----------------------------------------------------------------------------------
@@ -383,17 +422,30 @@ def test_the_draft_page_shows_a_bad_pattern_and_saves_nothing(client, staff_admi
     assert RuleSet.objects.count() == SEEDED and not RuleSetDraft.objects.exists()
 
 
-def test_the_roll_back_action_publishes_a_copy_of_the_selected_version(client, staff_admin):
-    rule_set_publish(base=seeded(), user=staff_admin, note="drop RE-003", remove=["RE-003"])
+def test_the_roll_back_action_asks_why_then_publishes_a_copy_shown_with_its_reason(client, staff_admin):
+    publish_edit(base=seeded(), user=staff_admin, note="drop RE-003", remove=["RE-003"])
     client.force_login(staff_admin)
+    changelist = reverse("admin:scoring_ruleset_changelist")
+    chosen = {"action": "roll_back", "_selected_action": [str(seeded().pk)]}
+    # the action first asks for the reason and publishes nothing
+    asked = client.post(changelist, chosen)
+    assert asked.status_code == 200 and 'name="reason"' in asked.content.decode()
+    assert RuleSet.objects.get(is_active=True).version == SEEDED + 1
+    # a blank reason is refused on the same page
+    blank = client.post(changelist, {**chosen, "apply": "1", "reason": " ", "expected_active_version": "3"})
+    assert blank.status_code == 200 and RuleSet.objects.get(is_active=True).version == SEEDED + 1
+    # with a reason, the copy is published and its page says what it restores and why
     response = client.post(
-        reverse("admin:scoring_ruleset_changelist"),
-        {"action": "publish_copy", "_selected_action": [str(seeded().pk)]},
+        changelist, {**chosen, "apply": "1", "reason": "RE-003 is needed", "expected_active_version": "3"}
     )
     assert response.status_code == 302
     active = RuleSet.objects.get(is_active=True)
-    assert active.version == SEEDED + 2
+    assert (active.version, active.restores, active.note) == (SEEDED + 2, seeded(), "RE-003 is needed")
     assert snapshot(active) == snapshot(seeded())
+    page = client.get(reverse("admin:scoring_ruleset_change", args=[active.pk])).content.decode()
+    restored = reverse("admin:scoring_ruleset_change", args=[seeded().pk])
+    assert f'roll back to <a href="{restored}">v{SEEDED}</a>' in page
+    assert "reason: RE-003 is needed" in page
 
 
 def test_the_rule_benchmark_prints_one_json_object_with_its_figures():

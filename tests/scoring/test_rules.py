@@ -230,3 +230,60 @@ def test_no_rules_or_empty_text_give_no_hits_and_a_non_string_is_refused():
     assert match("", compile_rules([GUARANTEED])) == []
     with pytest.raises(TypeError):
         match(b"guaranteed returns", compile_rules([GUARANTEED]))
+
+
+def _hits_with_a_whole_text_word_index(text: str, specs: list[RuleSpec]) -> list[tuple]:
+    """The guards as they were before _around: one word index of the whole text."""
+    from scoring import rules as engine
+
+    folded = text.translate(engine._FOLD)
+    index = engine._WordIndex(folded)
+    found = []
+    for compiled in compile_rules(specs).rules:
+        for m in compiled.regex.finditer(folded):
+            start, end = m.span()
+            if compiled.spec.negation_guard and engine._guarded(folded, index, start, end):
+                continue
+            if compiled.context is not None and not engine._in_context(folded, index, compiled, start, end):
+                continue
+            found.append((compiled.spec.rule_id, start, end))
+    return sorted(found, key=lambda h: (h[1], h[2], h[0]))
+
+
+@pytest.mark.parametrize("window", [1, 3, 8, 30])
+def test_the_guards_read_the_same_words_around_a_match_as_in_the_whole_text(window):
+    specs = [
+        rule(r"guaranteed\s+returns", rule_id=1, context=("fund", "invest*"), window=window),
+        rule(r"\bwill\s+double\b", rule_id=2, context=("stock",), window=window, negation_guard=False),
+        rule(r"risk[- ]free", rule_id=3, window=window),
+    ]
+    long_word = "x" * 300
+    texts = [
+        "We do not, and cannot, say it: guaranteed returns on the fund.",
+        f"Invest {long_word} now: guaranteed returns {long_word} fund.",
+        f"{long_word}-{long_word}'s guaranteed returns in the fund-of-funds.",
+        "not " + "word " * 40 + "guaranteed returns " + "word " * 40 + "fund",
+        "fund " + "a " * (window - 1) + "guaranteed returns" + " b" * (window - 1) + " stock will double",
+        "Never: risk-free. Don't worry, risk free! The stock? It will double " + "y " * window + "stock",
+        "\u201cguaranteed returns\u201d \u2014 the fund\u2019s risk\u2011free stock will double",
+    ]
+    for text in texts:
+        got = [(h.rule_id, h.start, h.end) for h in match(text, compile_rules(specs))]
+        assert got == _hits_with_a_whole_text_word_index(text, specs), text
+    assert any(match(text, compile_rules(specs)) for text in texts)
+
+
+def test_a_match_inside_a_very_long_word_or_stretch_falls_back_to_the_whole_texts_words():
+    specs = [
+        rule(r"guaranteed", rule_id=1, context=("fund",), window=3),
+        rule(r"returns", rule_id=2, context=("fund",), window=2000),
+    ]
+    texts = [
+        "fund " + "a" * 9000 + "guaranteed" + "b" * 9000 + " fund",  # no word boundary for 9,000 chars
+        "fund " + "x " * 3000 + "returns " + "y " * 1000 + "fund",  # a window of 2,000 words
+        "fund guaranteed " + "z" * 20000,
+    ]
+    for text in texts:
+        got = [(h.rule_id, h.start, h.end) for h in match(text, compile_rules(specs))]
+        assert got == _hits_with_a_whole_text_word_index(text, specs), text[:40]
+    assert [h.rule_id for h in match(texts[1], compile_rules(specs))] == [2]

@@ -19,7 +19,11 @@ shrinks)."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -119,3 +123,26 @@ def test_the_checker_sees_function_level_imports(tmp_path):
         "monitoring.backtest",
         "compliance_site.views",
     ]
+
+
+# Pure computation (CONVENTIONS: "Pure computation stays pure"): these modules import no Django,
+# so they are testable, and usable, without a database or settings.
+PURE_MODULES = ("monitoring.agreement", "monitoring.stats", "scoring.backtest", "scoring.rules")
+
+
+@pytest.mark.parametrize("module", PURE_MODULES)
+def test_a_pure_module_loads_no_django_module(module):
+    code = (
+        f"import sys, {module}; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'rest_framework', 'celery')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},  # no DJANGO_SETTINGS_MODULE, nothing inherited
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]", f"{module} loads {result.stdout.strip()}"

@@ -64,7 +64,15 @@ class Command(BaseCommand):
         for g in r["by_rule"]:
             self.stdout.write(
                 f"  {g['kind']:<7} {g['rule']:<10} {g['claim_type']:<24} {g['messages']:>6} messages, "
-                f"{g['flagged']} flagged, claims {_rate(g['precision'])}"
+                f"{g['flagged']} flagged, claims {_rate(g['precision'])}, "
+                f"{g['claim_type']} claims {_rate(g['precision_of_type'])}"
+            )
+        self.stdout.write("Per claim type:")
+        for g in r["by_claim_type"]:
+            self.stdout.write(
+                f"  {g['kind']:<7} {g['claim_type']:<24} {g['messages']:>6} messages, "
+                f"{g['flagged']} flagged, claims {_rate(g['precision'])}, "
+                f"{g['claim_type']} claims {_rate(g['precision_of_type'])}"
             )
         self.stdout.write(
             f"Queue: {r['routed_per_day']:.1f} routed a day; "
