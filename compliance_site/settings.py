@@ -497,6 +497,16 @@ CELERY_BEAT_SCHEDULE = {
 # alone (scoring.services.claims); a message that does it alone this many times is failed
 # (scoring) or gets a recorded explanation failure and goes to review (explaining).
 MAX_ATTEMPTS = env_int("MAX_ATTEMPTS", 5, minimum=1)
+# A message that does not fit in device memory even alone is deferred (published again for any
+# worker); on its MAX_OOM_DEFERRALS-th such try it is failed (scoring) or gets a recorded
+# explanation failure and goes to review (explaining), instead of looping for ever.
+MAX_OOM_DEFERRALS = env_int("MAX_OOM_DEFERRALS", 5, minimum=1)
+# The sweepers publish a `queued`/`scored` message again every STUCK_AFTER_SECONDS while its task
+# seems lost; one found stuck after MAX_SWEEP_REQUEUES such publishes is failed (scoring) or goes
+# to review with a recorded explanation failure (explaining). 0: no limit. The default (12, about
+# an hour at STUCK_AFTER_SECONDS=300) is also how long a backlog or a gpu-worker outage may last
+# before waiting messages fail (retryable on /monitoring/failed/): raise it where that is expected.
+MAX_SWEEP_REQUEUES = env_int("MAX_SWEEP_REQUEUES", 12, minimum=0)
 # Time limits of the model tasks (seconds). At the soft limit the batch counts as crashed (split,
 # or charged when alone); at the hard limit Celery kills the worker child and the claim it leaves
 # is recovered the same way. Measured on a 2-core CPU: a batch of 256 scores in about 5 s and

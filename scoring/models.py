@@ -349,6 +349,22 @@ class Message(models.Model):
     explain_attempts = models.PositiveSmallIntegerField(
         default=0, help_text="Times explaining crashed or timed out its worker on this message alone."
     )
+    # Tries that ended without a verdict: the message did not fit in device memory even alone
+    # (capped by MAX_OOM_DEFERRALS), or the sweeper published its task again because the last one
+    # seemed lost (capped by MAX_SWEEP_REQUEUES). One pair per stage, as for the crash counts.
+    deferrals = models.PositiveSmallIntegerField(
+        default=0, help_text="Times scoring this message alone ran out of device memory."
+    )
+    explain_deferrals = models.PositiveSmallIntegerField(
+        default=0, help_text="Times explaining this message alone ran out of device memory."
+    )
+    requeues = models.PositiveSmallIntegerField(
+        default=0, help_text="Times the sweeper published scoring again for this message (task seemed lost)."
+    )
+    explain_requeues = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="Times the sweeper published explaining again for this message (task seemed lost).",
+    )
     # The feed. PROTECT: deleting a feed's account would merge its messages into the feed without
     # one, where their ids may collide; deactivate the account instead.
     submitted_by = models.ForeignKey(

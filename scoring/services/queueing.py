@@ -45,6 +45,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from core.db import skip_locked
@@ -150,6 +151,7 @@ class SweepResult:
     received_enqueued: int
     stuck_requeued: int
     claims_recovered: int = 0
+    stuck_failed: int = 0  # failed after MAX_SWEEP_REQUEUES publishes by the sweeper
 
 
 def messages_sweep(*, now=None, limit: int = 20_000) -> SweepResult:
@@ -159,8 +161,10 @@ def messages_sweep(*, now=None, limit: int = 20_000) -> SweepResult:
     messages older than STUCK_AFTER_SECONDS (their task may be lost); flagged `scored` messages
     whose explanation never came are the explanations sweeper's
     (explanations.services.queueing.explanations_sweep). Waiting is never a failure: a duplicate task is a
-    cheap no-op (scoring is idempotent); only a message that crashes its worker alone
-    MAX_ATTEMPTS times fails."""
+    cheap no-op (scoring is idempotent). What fails: a message that crashes its worker alone
+    MAX_ATTEMPTS times, and a `queued` message found stuck again after the sweeper published it
+    MAX_SWEEP_REQUEUES times (counted in `requeues`: a task that never leads to a verdict, e.g. a
+    model that cannot load, must not be published for ever)."""
     from scoring.services.claims import work_claims_recover
 
     now = now or timezone.now()
@@ -172,14 +176,44 @@ def messages_sweep(*, now=None, limit: int = 20_000) -> SweepResult:
         .order_by("id")
         .values_list("id", flat=True)[:limit]
     )
-    stuck_requeued = _republish(stuck_ids, now=now)
-    return SweepResult(received_enqueued, stuck_requeued, claims_recovered)
+    given_up = _give_up(stuck_ids)
+    stuck_ids = [i for i in stuck_ids if i not in given_up]
+    stuck_requeued = _republish(stuck_ids, now=now, count=True)
+    return SweepResult(received_enqueued, stuck_requeued, claims_recovered, len(given_up))
 
 
-def _republish(ids: list[int], *, now, countdown: float | None = None) -> int:
+def _give_up(ids: list[int]) -> set[int]:
+    """Of these stuck `queued` messages, fail those the sweeper already published again
+    MAX_SWEEP_REQUEUES times (0: no limit), with the reason, so they show on /monitoring/failed/
+    (where a retry, audited, sends them back); returns their ids."""
+    limit = settings.MAX_SWEEP_REQUEUES
+    if not limit:
+        return set()
+    exhausted = list(
+        Message.objects.filter(id__in=ids, status=MessageStatus.QUEUED, requeues__gte=limit).values_list(
+            "id", flat=True
+        )
+    )
+    if not exhausted:
+        return set()
+    reason = (
+        f"its scoring task was published again {limit} times by the sweeper and no worker scored it "
+        f"(is a model version active and loadable? is a worker consuming {settings.SCORING_QUEUE}?)"
+    )
+    logger.warning("%d queued messages failed: %s", len(exhausted), reason)
+    messages_transition(
+        message_ids=exhausted,
+        from_statuses=[MessageStatus.QUEUED],
+        to_status=MessageStatus.FAILED,
+        reason=reason,
+    )
+    return set(exhausted)
+
+
+def _republish(ids: list[int], *, now, countdown: float | None = None, count: bool = False) -> int:
     """Publish scoring tasks again (`countdown` seconds from now) for messages that are already
-    queued (queued -> queued, restarting their clock); a failed publish leaves them for the next
-    sweep."""
+    queued (queued -> queued, restarting their clock; `count`: the sweeper's publishes, counted in
+    `requeues`); a failed publish leaves them for the next sweep."""
     from scoring.tasks import score_batch
 
     published = 0
@@ -192,8 +226,9 @@ def _republish(ids: list[int], *, now, countdown: float | None = None) -> int:
             what=f"{len(chunk)} queued messages wait for the next sweep",
         ):
             break
+        counted = {"requeues": F("requeues") + 1} if count else {}
         Message.objects.filter(id__in=chunk, status=MessageStatus.QUEUED).update(
-            queued_at=now, updated_at=now
+            queued_at=now, updated_at=now, **counted
         )
         published += len(chunk)
     return published
