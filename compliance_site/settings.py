@@ -502,10 +502,10 @@ MAX_ATTEMPTS = env_int("MAX_ATTEMPTS", 5, minimum=1)
 # explanation failure and goes to review (explaining), instead of looping for ever.
 MAX_OOM_DEFERRALS = env_int("MAX_OOM_DEFERRALS", 5, minimum=1)
 # The sweepers publish a `queued`/`scored` message again every STUCK_AFTER_SECONDS while its task
-# seems lost; one found stuck after MAX_SWEEP_REQUEUES such publishes is failed (scoring) or goes
-# to review with a recorded explanation failure (explaining). 0: no limit. The default (12, about
-# an hour at STUCK_AFTER_SECONDS=300) is also how long a backlog or a gpu-worker outage may last
-# before waiting messages fail (retryable on /monitoring/failed/): raise it where that is expected.
+# seems lost; such a publish counts when a worker took the message since the last one and left it
+# unfinished (a model that cannot load, a failing device). At MAX_SWEEP_REQUEUES of them it is
+# failed (scoring) or goes to review with a recorded explanation failure (explaining); 0: no limit.
+# A task waiting on the broker (a backlog, no worker) is never counted: waiting only delays.
 MAX_SWEEP_REQUEUES = env_int("MAX_SWEEP_REQUEUES", 12, minimum=0)
 # Time limits of the model tasks (seconds). At the soft limit the batch counts as crashed (split,
 # or charged when alone); at the hard limit Celery kills the worker child and the claim it leaves

@@ -238,6 +238,9 @@ def messages_explain_batch(
         .select_related("routing_prediction__model_version")
         .prefetch_related("rule_matches")
     )
+    # Taken: a message left `scored` after this is one a worker had, not one still waiting on the
+    # broker (the sweeper counts only the former: explanations_sweep).
+    Message.objects.filter(id__in=[m.pk for m in messages]).update(taken_at=timezone.now())
     exhausted = [m for m in messages if m.explain_attempts >= settings.MAX_ATTEMPTS]
     failed = _record_exhausted(exhausted) if exhausted else 0
     messages = [m for m in messages if m.explain_attempts < settings.MAX_ATTEMPTS]

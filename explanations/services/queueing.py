@@ -11,8 +11,9 @@ never the floors above: tests/site/test_layering.py).
 Batches are EXPLAIN_BATCH_SIZE messages on EXPLAIN_QUEUE. A publish the broker refuses is left
 to the sweeper: `explanations_sweep` (explanations.tasks.sweep, celery beat every
 SWEEP_INTERVAL_SECONDS) republishes flagged `scored` messages older than STUCK_AFTER_SECONDS,
-restarting their clock and counting (explain_requeues); one still stuck after MAX_SWEEP_REQUEUES
-such publishes goes to review with a recorded explanation failure, so it never loops."""
+restarting their clock; one a worker had taken since its last publish is counted
+(explain_requeues), and at MAX_SWEEP_REQUEUES it goes to review with a recorded explanation
+failure instead, so it never loops (one waiting on the broker behind a backlog is never counted)."""
 
 from __future__ import annotations
 
@@ -62,9 +63,10 @@ class ExplanationSweepResult:
 def explanations_sweep(*, now=None, limit: int = 20_000) -> ExplanationSweepResult:
     """Publish explanation again for flagged messages still `scored` STUCK_AFTER_SECONDS after
     they were scored (or last published): their task may be lost. Their clock restarts, so one
-    sweep publishes them once; a duplicate task is a cheap no-op. Each such publish is counted
-    (explain_requeues); a message found stuck once more after MAX_SWEEP_REQUEUES of them is not
-    published again: it goes to review with a recorded explanation failure (messages_explanation_fail)."""
+    sweep publishes them once; a duplicate task is a cheap no-op. A publish is counted
+    (explain_requeues) when a worker took the message since its last one (taken_at after
+    scored_at); a message found stuck with MAX_SWEEP_REQUEUES of them is not published again: it
+    goes to review with a recorded explanation failure (messages_explanation_fail)."""
     now = now or timezone.now()
     stuck_before = now - timedelta(seconds=settings.STUCK_AFTER_SECONDS)
     waiting = list(
@@ -76,16 +78,25 @@ def explanations_sweep(*, now=None, limit: int = 20_000) -> ExplanationSweepResu
         return ExplanationSweepResult(0)
     given_up = _give_up(waiting)
     waiting = [i for i in waiting if i not in given_up]
+    # Taken by a worker since it was scored or last published, and still `scored`: counted once
+    # published again. One still waiting on the broker (a backlog, no worker) is not counted.
+    taken = set(
+        Message.objects.filter(
+            id__in=waiting, taken_at__isnull=False, taken_at__gt=F("scored_at")
+        ).values_list("id", flat=True)
+    )
     Message.objects.filter(id__in=waiting, status=MessageStatus.SCORED).update(scored_at=timezone.now())
     published = messages_enqueue_explanation(message_ids=waiting)
     # only what reached the broker counts (batches go in order): an outage delays, it does not fail
-    Message.objects.filter(id__in=waiting[:published]).update(explain_requeues=F("explain_requeues") + 1)
+    counted = [i for i in waiting[:published] if i in taken]
+    Message.objects.filter(id__in=counted).update(explain_requeues=F("explain_requeues") + 1)
     return ExplanationSweepResult(published, len(given_up))
 
 
 def _give_up(ids: list[int]) -> set[int]:
-    """Of these stuck messages, those the sweeper already published again MAX_SWEEP_REQUEUES
-    times (0: no limit) get a recorded explanation failure and go to review; returns their ids."""
+    """Of these stuck messages, those a worker took and left unexplained MAX_SWEEP_REQUEUES times,
+    each time published again by the sweeper (0: no limit), get a recorded explanation failure
+    and go to review; returns their ids."""
     from explanations.services.explain import messages_explanation_fail
 
     limit = settings.MAX_SWEEP_REQUEUES
@@ -99,8 +110,8 @@ def _give_up(ids: list[int]) -> set[int]:
     if not exhausted:
         return set()
     reason = (
-        f"its explanation task was published again {limit} times by the sweeper and no worker "
-        f"explained it (is a worker consuming {settings.EXPLAIN_QUEUE}? can it load the model?)"
+        f"a worker took its explanation task and left it unexplained {limit} times, each time "
+        "published again by the sweeper (see the gpu workers' log)"
     )
     logger.warning("%d flagged messages go to review unexplained: %s", len(exhausted), reason)
     messages_explanation_fail(failures=[(m, reason) for m in exhausted])

@@ -113,19 +113,32 @@ def messages_score_batch(
     The batch is claimed (scoring.services.claims) after the model is loaded and before any
     work: a batch that crashes the worker, or runs past the soft time limit, is split in two
     until the message that does it is alone, and only that message is charged (failed at
-    MAX_ATTEMPTS). Nothing else charges an attempt: a model (or device) that cannot be loaded,
+    MAX_ATTEMPTS). Nothing else charges an attempt: a model (or device) that cannot be loaded
+    (the reason is noted in status_reason; the sweeper fails a message taken and left queued
+    MAX_SWEEP_REQUEUES times),
     a transient database error (the claim is released and the task retries), a device that
     fails (DeviceFailed: the task goes back to the queue), a message that does not fit in the
     device's memory even alone (left queued and published again after commit; such tries are
     counted in `deferrals`, and the MAX_OOM_DEFERRALS-th marks it failed: "does not fit in device
     memory on any worker that tried")."""
-    version = active_model_version()
     scorable = list(
         Message.objects.filter(id__in=list(message_ids), status__in=SCORABLE).values_list("id", flat=True)
     )
     if not scorable:
         return BatchOutcome(0, 0, len(message_ids), [])
-    scorer = scorer_factory(version)
+    # Taken: a message left queued after this is one a worker had, not one still waiting on the
+    # broker behind a backlog (the sweeper counts only the former: messages_sweep).
+    Message.objects.filter(id__in=scorable).update(taken_at=timezone.now())
+    try:
+        version = active_model_version()
+        scorer = scorer_factory(version)
+    except (OperationalError, InterfaceError, DeviceFailed):
+        raise
+    except Exception as exc:  # no model, or it cannot be loaded: said where the failed page shows it
+        Message.objects.filter(id__in=scorable, status__in=SCORABLE).update(
+            status_reason=f"not scored: {exc}"[:2000]
+        )
+        raise
     claimant = claimant or Claimant.here()
     start = work_claim_begin(stage=WorkStage.SCORE, message_ids=scorable, claimant=claimant)
     if not start.work:

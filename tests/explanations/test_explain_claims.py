@@ -222,33 +222,55 @@ def test_a_message_whose_explanation_never_fits_in_device_memory_reaches_review_
     assert "Explanation failed:" in html and "does not fit in device memory on any worker" in html
 
 
-def test_the_sweeper_sends_a_message_it_published_max_sweep_requeues_times_to_review_unexplained(
+def test_a_flagged_message_taken_and_left_unexplained_max_sweep_requeues_times_reaches_review(
     flag_everything, gpu_queue, settings
 ):
-    # given a flagged message whose explanation task never leads anywhere
+    from scoring.errors import DeviceFailed
+
+    # given a flagged message whose explanation task every worker takes and leaves unfinished
     settings.MAX_SWEEP_REQUEUES = 2
     settings.STUCK_AFTER_SECONDS = 300
     (lost,) = scored([CLAIMS[0]])
-    results = []
-    for _ in range(4):  # when the sweeper finds it stuck again and again
-        Message.objects.filter(pk=lost).update(scored_at=timezone.now() - timedelta(seconds=301))
-        results.append(explanations_sweep())
 
-    # then it is published MAX_SWEEP_REQUEUES times, then reaches review with a recorded failure
-    assert [(r.explanations_requeued, r.explanations_given_up) for r in results] == [
-        (1, 0),
-        (1, 0),
-        (0, 1),
-        (0, 0),
-    ]
+    def broken(scorer, items, **options):
+        raise DeviceFailed("CUDA error: unspecified launch failure")
+
+    results = []
+    with mock.patch.object(explain_service, "explain_messages", broken):
+        for _ in range(3):  # when a worker takes it and fails, and the sweeper finds it stuck
+            with pytest.raises(DeviceFailed):
+                messages_explain_batch(message_ids=[lost])
+            Message.objects.filter(pk=lost).update(scored_at=timezone.now() - timedelta(seconds=301))
+            results.append(explanations_sweep())
+
+    # then it is published again MAX_SWEEP_REQUEUES times, then reaches review with a recorded failure
+    assert [(r.explanations_requeued, r.explanations_given_up) for r in results] == [(1, 0), (1, 0), (0, 1)]
     assert gpu_queue == [[lost], [lost]]
     message = Message.objects.get(pk=lost)
     assert message.status == MessageStatus.IN_REVIEW and message.explain_requeues == 2
     assert message.status_reason.startswith(
-        "explanation failed: its explanation task was published again 2 times by the sweeper"
+        "explanation failed: a worker took its explanation task and left it unexplained 2 times"
     )
     failures = Explanation.objects.filter(message=message)
     assert failures.count() == 2 and {e.status for e in failures} == {ExplanationStatus.FAILED}
+
+
+def test_a_flagged_message_waiting_on_the_broker_is_never_sent_to_review_unexplained(
+    flag_everything, gpu_queue, settings
+):
+    # given a backlog on the gpu queue: no worker takes the message's explanation task
+    settings.MAX_SWEEP_REQUEUES = 1
+    settings.STUCK_AFTER_SECONDS = 300
+    (waiting,) = scored([CLAIMS[0]])
+    for _ in range(4):
+        # time passes: scored (or last published) 301 s ago, taken last by its scoring worker before
+        past = timezone.now() - timedelta(seconds=301)
+        Message.objects.filter(pk=waiting).update(scored_at=past, taken_at=past - timedelta(seconds=1))
+        assert explanations_sweep().explanations_given_up == 0
+    # then it is published again at each sweep and still waits for its explanation
+    assert gpu_queue == [[waiting]] * 4
+    message = Message.objects.get(pk=waiting)
+    assert message.status == MessageStatus.SCORED and message.explain_requeues == 0
 
 
 def test_beat_runs_the_explanations_sweeper_beside_scorings(settings):

@@ -130,40 +130,75 @@ def test_a_message_that_never_fits_in_device_memory_fails_after_max_oom_deferral
     assert big.external_id in html and "does not fit in device memory on any worker that tried" in html
 
 
-@pytest.mark.django_db
-def test_the_sweeper_fails_a_message_it_published_max_sweep_requeues_times(settings, admin_user):
+def _stuck(message: Message) -> None:
     from datetime import timedelta
 
+    Message.objects.filter(pk=message.pk).update(queued_at=timezone.now() - timedelta(minutes=5))
+
+
+def _no_model(version):
+    raise ModelNotReady("the artifact of v-broken is corrupt: cannot load the tokenizer")
+
+
+@pytest.mark.django_db
+def test_a_message_taken_and_left_unscored_max_sweep_requeues_times_fails_with_the_reason(
+    tiny_model_version, settings, admin_user
+):
     from scoring.services.failed import message_retry
     from scoring.services.queueing import messages_sweep
 
-    # given a queued message whose task never leads anywhere (no worker can load the model)
+    # given a queued message whose model cannot be loaded by any worker that takes its task
     settings.MAX_SWEEP_REQUEUES = 2
     settings.STUCK_AFTER_SECONDS = 60
     message = queued(NEUTRAL)
     results = []
     with mock.patch("scoring.tasks.score_batch.apply_async") as publish:
-        for _ in range(4):  # when it is found stuck at every sweep
-            Message.objects.filter(pk=message.pk).update(queued_at=timezone.now() - timedelta(minutes=5))
+        for _ in range(3):
+            # when a worker takes its task and cannot score it, and the sweeper finds it stuck
+            with pytest.raises(ModelNotReady):
+                messages_score_batch(message_ids=[message.pk], scorer_factory=_no_model)
+            _stuck(message)
             results.append(messages_sweep())
+        results.append(messages_sweep())  # failed: left alone
 
-    # then it is published MAX_SWEEP_REQUEUES times, then failed with the reason, and left alone
+    # then it is published again MAX_SWEEP_REQUEUES times, then failed with the worker's reason
     assert [(r.stuck_requeued, r.stuck_failed) for r in results] == [(1, 0), (1, 0), (0, 1), (0, 0)]
     assert publish.call_count == 2
     message.refresh_from_db()
-    assert message.status == MessageStatus.FAILED and message.requeues == 2
-    assert "published again 2 times by the sweeper and no worker scored it" in message.status_reason
-    # and an (audited) retry gives it a fresh count
+    assert message.status == MessageStatus.FAILED and message.requeues == 2 and message.attempts == 0
+    assert message.status_reason.startswith("a worker took its scoring task and left it unscored 2 times")
+    assert "last: not scored: the artifact of v-broken is corrupt" in message.status_reason
+    client = Client()
+    client.force_login(admin_user)
+    html = client.get(reverse("monitoring:failed")).content.decode()
+    assert "left it unscored 2 times" in html
+    # and an (audited) retry gives it fresh counts
     with mock.patch("scoring.tasks.score_batch.apply_async"):
-        message_retry(message=message, user=admin_user, reason="the model loads again")
+        message_retry(message=message, user=admin_user, reason="the artifact is restored")
     message.refresh_from_db()
     assert message.status == MessageStatus.QUEUED and message.requeues == 0
 
 
 @pytest.mark.django_db
-def test_a_broker_outage_does_not_count_as_a_sweeper_requeue(settings):
-    from datetime import timedelta
+def test_a_message_waiting_on_the_broker_is_published_again_at_every_sweep_but_never_failed(settings):
+    from scoring.services.queueing import messages_sweep
 
+    # given a backlog (or no worker at all): no worker takes the message's task
+    settings.MAX_SWEEP_REQUEUES = 1
+    settings.STUCK_AFTER_SECONDS = 60
+    message = queued(NEUTRAL)
+    with mock.patch("scoring.tasks.score_batch.apply_async") as publish:
+        for _ in range(5):
+            _stuck(message)
+            assert messages_sweep().stuck_failed == 0
+    # then it is published again each time, uncounted: waiting only delays
+    assert publish.call_count == 5
+    message.refresh_from_db()
+    assert message.status == MessageStatus.QUEUED and message.requeues == 0
+
+
+@pytest.mark.django_db
+def test_a_broker_outage_does_not_count_as_a_sweeper_requeue(tiny_model_version, settings):
     from scoring.services.queueing import messages_sweep
 
     settings.MAX_SWEEP_REQUEUES = 1
@@ -171,7 +206,9 @@ def test_a_broker_outage_does_not_count_as_a_sweeper_requeue(settings):
     message = queued(NEUTRAL)
     with mock.patch("scoring.tasks.score_batch.apply_async", side_effect=ConnectionError("broker down")):
         for _ in range(3):
-            Message.objects.filter(pk=message.pk).update(queued_at=timezone.now() - timedelta(minutes=5))
+            with pytest.raises(ModelNotReady):
+                messages_score_batch(message_ids=[message.pk], scorer_factory=_no_model)
+            _stuck(message)
             assert messages_sweep().stuck_failed == 0
     message.refresh_from_db()
     assert message.status == MessageStatus.QUEUED and message.requeues == 0
