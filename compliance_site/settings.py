@@ -497,6 +497,16 @@ CELERY_BEAT_SCHEDULE = {
 # alone (scoring.services.claims); a message that does it alone this many times is failed
 # (scoring) or gets a recorded explanation failure and goes to review (explaining).
 MAX_ATTEMPTS = env_int("MAX_ATTEMPTS", 5, minimum=1)
+# A message that does not fit in device memory even alone is deferred (published again for any
+# worker); on its MAX_OOM_DEFERRALS-th such try it is failed (scoring) or gets a recorded
+# explanation failure and goes to review (explaining), instead of looping for ever.
+MAX_OOM_DEFERRALS = env_int("MAX_OOM_DEFERRALS", 5, minimum=1)
+# The sweepers publish a `queued`/`scored` message again every STUCK_AFTER_SECONDS while its task
+# seems lost; such a publish counts when a worker took the message since the last one and left it
+# unfinished (a model that cannot load, a failing device). At MAX_SWEEP_REQUEUES of them it is
+# failed (scoring) or goes to review with a recorded explanation failure (explaining); 0: no limit.
+# A task waiting on the broker (a backlog, no worker) is never counted: waiting only delays.
+MAX_SWEEP_REQUEUES = env_int("MAX_SWEEP_REQUEUES", 12, minimum=0)
 # Time limits of the model tasks (seconds). At the soft limit the batch counts as crashed (split,
 # or charged when alone); at the hard limit Celery kills the worker child and the claim it leaves
 # is recovered the same way. Measured on a 2-core CPU: a batch of 256 scores in about 5 s and

@@ -24,7 +24,12 @@ PAGE_SIZE = 50
 @require_GET
 def failed_list(request: HttpRequest) -> HttpResponse:
     page = Paginator(failed_messages(), PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {"page": page, "max_attempts": settings.MAX_ATTEMPTS}
+    context = {
+        "page": page,
+        "max_attempts": settings.MAX_ATTEMPTS,
+        "max_oom_deferrals": settings.MAX_OOM_DEFERRALS,
+        "max_sweep_requeues": settings.MAX_SWEEP_REQUEUES,
+    }
     return render(request, "monitoring/failed.html", context)
 
 

@@ -39,6 +39,7 @@ class FindingKind(StrEnum):
     CHECKPOINT_FORGED = "checkpoint_forged"
     CHECKPOINT_REMOVED = "checkpoint_removed"
     CHECKPOINT_MISSING = "checkpoint_missing"
+    CHECKPOINT_LOG_UNAVAILABLE = "checkpoint_log_unavailable"
     BODY_CHANGED = "body_changed"
     EXPLANATION_CHANGED = "explanation_changed"
     EXPLANATION_MISSING = "explanation_missing"
@@ -51,6 +52,7 @@ FINDING_TITLES: dict[FindingKind, str] = {
     FindingKind.CHECKPOINT_FORGED: "Forged or unreadable checkpoint",
     FindingKind.CHECKPOINT_REMOVED: "Checkpoint removed from the log",
     FindingKind.CHECKPOINT_MISSING: "Missing checkpoint",
+    FindingKind.CHECKPOINT_LOG_UNAVAILABLE: "Checkpoint log missing or unreadable",
     FindingKind.BODY_CHANGED: "Message text differs from what was reviewed",
     FindingKind.EXPLANATION_CHANGED: "Explanation differs from what the reviewer saw",
     FindingKind.EXPLANATION_MISSING: "Explanation the reviewer saw is gone",
@@ -289,6 +291,35 @@ def checkpoint_coverage_finding(
         f"after more than {int(grace.total_seconds())} s: {after}. Is the checkpoint task "
         "(celery beat, reviews.tasks.audit_checkpoint) running, or were checkpoints removed?",
         sequence=sequence,
+    )
+
+
+def checkpoint_log_finding(
+    problem: str | None,
+    *,
+    missing: bool,
+    location: str,
+    count: int,
+    oldest: datetime | None,
+    now: datetime,
+    grace: timedelta,
+) -> Finding | None:
+    """The checkpoint log could not be read (`problem`, None when it was) while the chain holds
+    `count` records, the oldest decided at `oldest`: without it truncation and rewrites cannot be
+    checked. An unreadable log is a finding at once; a log that does not exist only once the
+    oldest record is older than `grace` (before that, the checkpoint task may not have written
+    the first checkpoint of a new deployment yet)."""
+    if problem is None or not count:
+        return None
+    if missing and (oldest is None or oldest > now - grace):
+        return None
+    what = "does not exist" if missing else "cannot be read"
+    return Finding(
+        FindingKind.CHECKPOINT_LOG_UNAVAILABLE,
+        f"the checkpoint log ({location}) {what} ({problem}), but the chain holds {count} records: "
+        "no record can be checked for truncation or a re-hashed rewrite. Restore the log from its "
+        "append-only copy (or the claimwatch.audit log lines), or find why it cannot be read "
+        "(AUDIT_CHECKPOINT_DIR, its permissions, the store AUDIT_CHECKPOINT_STORE).",
     )
 
 

@@ -6,7 +6,8 @@ can put checkpoints on WORM storage. The interface is two methods:
     class MyStore:
         def __init__(self, *, log_name: str) -> None: ...   # one log per database
         def append(self, line: str) -> None: ...            # add one checkpoint; never overwrite
-        def lines(self) -> Iterable[str]: ...               # every checkpoint, oldest first
+        def lines(self) -> Iterable[str]: ...               # every checkpoint, oldest first;
+                                                            # CheckpointLogMissing / CheckpointLogUnreadable
         def tail(self, n: int) -> list[str]: ...            # the last n (the writer's read)
         location: str                                        # where, in words, for the pages
 
@@ -37,6 +38,16 @@ from django.db import connection
 from django.utils.module_loading import import_string
 
 TAIL_BYTES = 64 * 1024
+
+
+class CheckpointLogUnreadable(Exception):
+    """The checkpoint log exists but cannot be read (permissions, not a file, an I/O error): the
+    audit reports it as a finding of its own (reviews.audit, CHECKPOINT_LOG_UNAVAILABLE)."""
+
+
+class CheckpointLogMissing(CheckpointLogUnreadable):
+    """The checkpoint log does not exist: never written yet (a new deployment, a checkpoint task
+    that has not run) or removed; the audit tells the two apart only by the records' age."""
 
 
 class CheckpointStore(Protocol):
@@ -71,8 +82,11 @@ class FileCheckpointStore:
 
     def lines(self) -> Iterable[str]:
         if not self.path.exists():
-            return []
-        return self.path.read_text(encoding="ascii", errors="replace").splitlines()
+            raise CheckpointLogMissing(f"{self.path} does not exist")
+        try:
+            return self.path.read_text(encoding="ascii", errors="replace").splitlines()
+        except OSError as exc:
+            raise CheckpointLogUnreadable(f"{self.path} cannot be read ({exc.strerror or exc})") from exc
 
     def tail(self, n: int) -> list[str]:
         if not self.path.exists():

@@ -357,6 +357,32 @@ class Message(models.Model):
     explain_attempts = models.PositiveSmallIntegerField(
         default=0, help_text="Times explaining crashed or timed out its worker on this message alone."
     )
+    # Tries that ended without a verdict: the message did not fit in device memory even alone
+    # (capped by MAX_OOM_DEFERRALS), or a worker took its task and left it unfinished, and the
+    # sweeper published it again (capped by MAX_SWEEP_REQUEUES; a task still waiting on the broker,
+    # behind a backlog, is not counted). One pair per stage, as for the crash counts.
+    deferrals = models.PositiveSmallIntegerField(
+        default=0, help_text="Times scoring this message alone ran out of device memory."
+    )
+    explain_deferrals = models.PositiveSmallIntegerField(
+        default=0, help_text="Times explaining this message alone ran out of device memory."
+    )
+    requeues = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="Times the sweeper published scoring again after a worker had taken the task and left "
+        "the message unscored.",
+    )
+    explain_requeues = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="Times the sweeper published explaining again after a worker had taken the task and "
+        "left the message unexplained.",
+    )
+    taken_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When a worker last took a scoring or explanation task of this message (the sweepers "
+        "count a re-publish only when it was taken since the last publish).",
+    )
     # The feed. PROTECT: deleting a feed's account would merge its messages into the feed without
     # one, where their ids may collide; deactivate the account instead.
     submitted_by = models.ForeignKey(

@@ -12,6 +12,7 @@ import torch
 from billiard.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from core.db import skip_locked
@@ -46,6 +47,18 @@ def _failed(reason: str) -> MessageOutcome:
 
 def _out_of_memory(reason: str) -> MessageOutcome:
     return replace(_failed(reason), out_of_memory=True)
+
+
+def _does_not_fit(outcome: MessageOutcome, *, tries: int) -> MessageOutcome:
+    """The outcome of a message that ran out of device memory on its MAX_OOM_DEFERRALS-th try: no
+    longer deferred, every method that did not finish gets a recorded failure that says so (a
+    method that did finish, say occlusion beside an Integrated Gradients that did not fit, is kept)."""
+    reason = f"does not fit in device memory on any worker that tried ({tries} tries)"
+    methods = {
+        name: result if result.ok else replace(result, failure=f"{reason}; last: {result.failure}"[:2000])
+        for name, result in outcome.methods.items()
+    }
+    return replace(outcome, methods=methods, out_of_memory=False)
 
 
 def _load_scorers(messages: Sequence[Message], scorer_factory) -> dict[int, object]:
@@ -216,13 +229,18 @@ def messages_explain_batch(
     the task goes back to the queue and the worker stops taking model work). A message the
     device had no memory for, even alone, is no failure: nothing is written for it, it stays
     `scored` and is published again RETRY_EXPLAIN_COUNTDOWN_S later, for any worker (the sweeper
-    too republishes it)."""
+    too republishes it); each such try is counted (explain_deferrals), and the
+    MAX_OOM_DEFERRALS-th gets a recorded failure ("does not fit in device memory on any worker
+    that tried") for the methods that did not finish and goes to review: it never loops."""
     ids = sorted({int(i) for i in message_ids})
     messages = list(
         Message.objects.filter(id__in=ids, status=MessageStatus.SCORED)
         .select_related("routing_prediction__model_version")
         .prefetch_related("rule_matches")
     )
+    # Taken: a message left `scored` after this is one a worker had, not one still waiting on the
+    # broker (the sweeper counts only the former: explanations_sweep).
+    Message.objects.filter(id__in=[m.pk for m in messages]).update(taken_at=timezone.now())
     exhausted = [m for m in messages if m.explain_attempts >= settings.MAX_ATTEMPTS]
     failed = _record_exhausted(exhausted) if exhausted else 0
     messages = [m for m in messages if m.explain_attempts < settings.MAX_ATTEMPTS]
@@ -257,13 +275,35 @@ def messages_explain_batch(
 def _record_exhausted(messages: Sequence[Message]) -> int:
     """Messages that crashed or timed out their explanation batch alone MAX_ATTEMPTS times: a
     recorded failure of every method, and on to review without a highlight."""
+    return messages_explanation_fail(
+        failures=[
+            (
+                message,
+                f"explaining crashed or timed out its worker {message.explain_attempts} times with "
+                f"this message alone; last: {message.status_reason or 'no reason recorded'}",
+            )
+            for message in messages
+        ]
+    )
+
+
+def messages_explanation_fail(*, failures: Sequence[tuple[Message, str]]) -> int:
+    """Give up explaining messages whose explanation will not come (crashed alone MAX_ATTEMPTS
+    times; published again by the sweeper MAX_SWEEP_REQUEUES times): each method not stored yet
+    for the routing prediction gets a recorded failure with the reason, and the message moves
+    scored -> in_review with "explanation failed: <reason>", so it is reviewed without a
+    highlight. A message no longer `scored` is left alone. Returns how many moved."""
     moved = 0
     with transaction.atomic():
-        for message in messages:
-            reason = (
-                f"explaining crashed or timed out its worker {message.explain_attempts} times with "
-                f"this message alone; last: {message.status_reason or 'no reason recorded'}"
-            )
+        for message, reason in failures:
+            if not messages_transition(
+                message_ids=[message.pk],
+                from_statuses=[MessageStatus.SCORED],
+                to_status=MessageStatus.IN_REVIEW,
+                reason=f"explanation failed: {reason}"[:2000],
+            ):
+                continue  # explained or failed meanwhile: nothing to record
+            moved += 1
             if message.routing_prediction is not None:
                 outcome = _failed(reason)
                 existing = set(
@@ -276,12 +316,6 @@ def _record_exhausted(messages: Sequence[Message]) -> int:
                     for result in outcome.methods.values()
                     if result.method not in existing
                 )
-            moved += messages_transition(
-                message_ids=[message.pk],
-                from_statuses=[MessageStatus.SCORED],
-                to_status=MessageStatus.IN_REVIEW,
-                reason=f"explanation failed: {reason}"[:2000],
-            )
     return moved
 
 
@@ -302,7 +336,17 @@ def _explain_claimed(messages: list[Message], scorers: dict[int, object], *, cla
             )
         )
         rows, attention_rows, ok_ids, failed_ids = [], [], [], {}
-        deferred = [m.pk for m in messages if m.pk in mine and outcomes[m.pk].out_of_memory]
+        out_of_memory = [m for m in messages if m.pk in mine and outcomes[m.pk].out_of_memory]
+        deferred = [m.pk for m in out_of_memory if m.explain_deferrals + 1 < settings.MAX_OOM_DEFERRALS]
+        for message in out_of_memory:
+            if message.pk not in deferred:  # its last try: a recorded failure, on to review
+                outcomes[message.pk] = _does_not_fit(
+                    outcomes[message.pk], tries=message.explain_deferrals + 1
+                )
+        if out_of_memory:
+            Message.objects.filter(id__in=[m.pk for m in out_of_memory]).update(
+                explain_deferrals=F("explain_deferrals") + 1
+            )
         for message in messages:
             if message.pk not in mine or message.pk in deferred:
                 continue

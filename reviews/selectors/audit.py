@@ -22,11 +22,17 @@ from reviews.audit import (
     FindingKind,
     checkpoint_chain_findings,
     checkpoint_coverage_finding,
+    checkpoint_log_finding,
     checkpoint_log_read,
     evidence_compare,
     findings_capped,
 )
-from reviews.checkpoint_store import checkpoint_keys, checkpoint_store
+from reviews.checkpoint_store import (
+    CheckpointLogMissing,
+    CheckpointLogUnreadable,
+    checkpoint_keys,
+    checkpoint_store,
+)
 from reviews.hashing import HASHED_FIELDS, chain_verify
 from reviews.models import ReviewDecision
 
@@ -65,17 +71,24 @@ def audit_chain_report(
 ) -> AuditReport:
     """Walk the whole decision chain in sequence order, streaming rows from the database, and
     report every finding: where the chain breaks, what the checkpoint log says about truncation
-    and rewrites (and forged, removed or missing checkpoints), and every record whose message
+    and rewrites (and forged, removed or missing checkpoints, or a log that is missing or
+    unreadable while records exist), and every record whose message
     text or explanation is no longer what its snapshot recorded. `progress(rows, total)` may
     wrap the row iterator (the command passes a tqdm bar). `evidence=False` leaves the message
     texts and explanations out (the audit page: they are the bulk of the bytes; the command and
     each record's page compare them)."""
     now = now or timezone.now()
-    log = checkpoint_log_read(checkpoint_store().lines(), checkpoint_keys())
+    store = checkpoint_store()
+    log_problem: CheckpointLogUnreadable | None = None
+    try:
+        lines = store.lines()
+    except CheckpointLogUnreadable as exc:  # reported below, once the chain's size is known
+        lines, log_problem = [], exc
+    log = checkpoint_log_read(lines, checkpoint_keys())
     wanted = {checkpoint.sequence for checkpoint in log.checkpoints}
     latest_sequence = log.latest.sequence if log.latest is not None else 0
     hashes_at: dict[int, str] = {}
-    seen = {"last": 0, "count": 0, "compared": 0, "words_not_recorded": 0}
+    seen: dict[str, Any] = {"last": 0, "count": 0, "compared": 0, "words_not_recorded": 0, "oldest": None}
     first_uncovered: list[tuple[int, datetime]] = []
     evidence_findings: list[Finding] = []
     pending: list[tuple[int, int, dict[str, Any], str]] = []
@@ -93,6 +106,8 @@ def audit_chain_report(
         for row in rows:
             sequence = row["sequence"]
             seen["last"], seen["count"] = sequence, seen["count"] + 1
+            if seen["oldest"] is None:
+                seen["oldest"] = row["created_at"]
             if sequence in wanted:
                 hashes_at[sequence] = row["content_hash"]
             if sequence > latest_sequence and not first_uncovered:
@@ -136,6 +151,17 @@ def audit_chain_report(
                 b.record_id,
             )
         )
+    unavailable = checkpoint_log_finding(
+        str(log_problem) if log_problem is not None else None,
+        missing=isinstance(log_problem, CheckpointLogMissing),
+        location=store.location,
+        count=seen["count"],
+        oldest=seen["oldest"],
+        now=now,
+        grace=timedelta(seconds=settings.AUDIT_CHECKPOINT_GRACE_SECONDS),
+    )
+    if unavailable is not None:
+        findings.append(unavailable)
     findings.extend(log.findings)
     findings.extend(
         checkpoint_chain_findings(

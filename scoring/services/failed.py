@@ -15,11 +15,12 @@ MAX_REASON_CHARS = 2000
 
 
 def message_retry(*, message: Message, user: AbstractBaseUser, reason: str) -> MessageRetry:
-    """Send a failed message back to scoring: failed -> queued along the state machine, its crash
-    count reset, a MessageRetry recording who, when, why and what the message was before, and a
-    scoring task published after commit (when the broker is down the sweeper publishes it
-    STUCK_AFTER_SECONDS later). Raises RetryError, changing nothing, when the reason is empty or
-    the message is not failed (any more: a second click finds it queued)."""
+    """Send a failed message back to scoring: failed -> queued along the state machine, its
+    counts (crashes, deferrals, sweeper re-queues) reset, a MessageRetry recording who, when, why
+    and what the message was before, and a scoring task published after commit (when the broker
+    is down the sweeper publishes it STUCK_AFTER_SECONDS later). Raises RetryError, changing
+    nothing, when the reason is empty or the message is not failed (any more: a second click
+    finds it queued)."""
     from scoring.services.queueing import _republish
 
     reason = (reason or "").strip()
@@ -47,6 +48,10 @@ def message_retry(*, message: Message, user: AbstractBaseUser, reason: str) -> M
             reason=f"retried by {user.get_username()}: {reason}"[:MAX_REASON_CHARS],
             attempts=0,
             explain_attempts=0,
+            deferrals=0,
+            explain_deferrals=0,
+            requeues=0,
+            explain_requeues=0,
         )
         transaction.on_commit(lambda: _republish([locked.pk], now=timezone.now()))
     message.refresh_from_db()

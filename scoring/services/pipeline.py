@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from billiard.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from core.db import skip_locked
@@ -68,8 +69,9 @@ def _score_bisecting(scorer, bodies: list[str], parts: list | None = None) -> li
     a call that raises is split in two, and so on, until the text that makes it raise is alone
     and gets its exception in its place (one bad text among 256 costs about 16 calls, not 256). A
     message that does not fit in the device's memory gets its DeviceOutOfMemory in its place: the
-    caller defers it, never fails it. A call under which the device itself failed (a CUDA error)
-    raises DeviceFailed: no message is judged by a broken device."""
+    caller defers it (and fails it only on its MAX_OOM_DEFERRALS-th such try). A call under which
+    the device itself failed (a CUDA error) raises DeviceFailed: no message is judged by a broken
+    device."""
     from scoring.classifier.device_check import is_device_failure
 
     parts = parts if parts is not None else [None] * len(bodies)
@@ -111,17 +113,32 @@ def messages_score_batch(
     The batch is claimed (scoring.services.claims) after the model is loaded and before any
     work: a batch that crashes the worker, or runs past the soft time limit, is split in two
     until the message that does it is alone, and only that message is charged (failed at
-    MAX_ATTEMPTS). Nothing else charges an attempt: a model (or device) that cannot be loaded,
+    MAX_ATTEMPTS). Nothing else charges an attempt: a model (or device) that cannot be loaded
+    (the reason is noted in status_reason; the sweeper fails a message taken and left queued
+    MAX_SWEEP_REQUEUES times),
     a transient database error (the claim is released and the task retries), a device that
     fails (DeviceFailed: the task goes back to the queue), a message that does not fit in the
-    device's memory even alone (left queued and published again after commit)."""
-    version = active_model_version()
+    device's memory even alone (left queued and published again after commit; such tries are
+    counted in `deferrals`, and the MAX_OOM_DEFERRALS-th marks it failed: "does not fit in device
+    memory on any worker that tried")."""
     scorable = list(
         Message.objects.filter(id__in=list(message_ids), status__in=SCORABLE).values_list("id", flat=True)
     )
     if not scorable:
         return BatchOutcome(0, 0, len(message_ids), [])
-    scorer = scorer_factory(version)
+    # Taken: a message left queued after this is one a worker had, not one still waiting on the
+    # broker behind a backlog (the sweeper counts only the former: messages_sweep).
+    Message.objects.filter(id__in=scorable).update(taken_at=timezone.now())
+    try:
+        version = active_model_version()
+        scorer = scorer_factory(version)
+    except (OperationalError, InterfaceError, DeviceFailed):
+        raise
+    except Exception as exc:  # no model, or it cannot be loaded: said where the failed page shows it
+        Message.objects.filter(id__in=scorable, status__in=SCORABLE).update(
+            status_reason=f"not scored: {exc}"[:2000]
+        )
+        raise
     claimant = claimant or Claimant.here()
     start = work_claim_begin(stage=WorkStage.SCORE, message_ids=scorable, claimant=claimant)
     if not start.work:
@@ -182,7 +199,10 @@ def _score_claimed(ids: list[int], *, version: ModelVersion, scorer, claim) -> B
     now = timezone.now()
     with transaction.atomic():
         mine = _lock_scorable(list(by_id))
-        deferred = [m.pk for m in mine if isinstance(by_id[m.pk][1], DeviceOutOfMemory)]
+        out_of_memory = [m for m in mine if isinstance(by_id[m.pk][1], DeviceOutOfMemory)]
+        deferred = [m.pk for m in out_of_memory if m.deferrals + 1 < settings.MAX_OOM_DEFERRALS]
+        for message in out_of_memory:
+            message.deferrals += 1  # written below: bulk_update for the last try, update for the others
         already = set(
             Prediction.objects.filter(message_id__in=[m.pk for m in mine], model_version=version).values_list(
                 "message_id", flat=True
@@ -203,12 +223,18 @@ def _score_claimed(ids: list[int], *, version: ModelVersion, scorer, claim) -> B
 
         for message in mine:
             _, result = by_id[message.pk]
-            if isinstance(result, DeviceOutOfMemory):
+            if message.pk in deferred:
                 continue  # stays queued (below)
             if isinstance(result, Exception):
-                reason = (
-                    str(result) if isinstance(result, ScoringInputError) else f"scoring error: {result!r}"
-                )
+                if isinstance(result, DeviceOutOfMemory):  # its MAX_OOM_DEFERRALS-th try
+                    reason = (
+                        "does not fit in device memory on any worker that tried "
+                        f"({message.deferrals} tries); last: {result}"
+                    )
+                elif isinstance(result, ScoringInputError):
+                    reason = str(result)
+                else:
+                    reason = f"scoring error: {result!r}"
                 _move(message, [MessageStatus.FAILED], now)
                 message.status_reason = reason
                 updates.append(message)
@@ -247,6 +273,7 @@ def _score_claimed(ids: list[int], *, version: ModelVersion, scorer, claim) -> B
             [
                 "status",
                 "status_reason",
+                "deferrals",
                 "queued_at",
                 "failed_at",
                 "routing_prediction",
@@ -263,6 +290,7 @@ def _score_claimed(ids: list[int], *, version: ModelVersion, scorer, claim) -> B
         work_claim_end(claim=claim)
         if deferred:
             logger.warning("%d messages did not fit in device memory; published again", len(deferred))
+            Message.objects.filter(id__in=deferred).update(deferrals=F("deferrals") + 1)
             transaction.on_commit(lambda: messages_retry_scoring(message_ids=deferred))
         scored_ids = [m.pk for m in updates if m.status != MessageStatus.FAILED]
         if scored_ids and ModelVersion.objects.filter(is_shadow=True).exists():

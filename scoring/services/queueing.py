@@ -45,6 +45,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
+from django.db.models import Case, F, PositiveSmallIntegerField, Q, When
 from django.utils import timezone
 
 from core.db import skip_locked
@@ -150,6 +151,7 @@ class SweepResult:
     received_enqueued: int
     stuck_requeued: int
     claims_recovered: int = 0
+    stuck_failed: int = 0  # taken and left unscored MAX_SWEEP_REQUEUES times: failed
 
 
 def messages_sweep(*, now=None, limit: int = 20_000) -> SweepResult:
@@ -159,8 +161,11 @@ def messages_sweep(*, now=None, limit: int = 20_000) -> SweepResult:
     messages older than STUCK_AFTER_SECONDS (their task may be lost); flagged `scored` messages
     whose explanation never came are the explanations sweeper's
     (explanations.services.queueing.explanations_sweep). Waiting is never a failure: a duplicate task is a
-    cheap no-op (scoring is idempotent); only a message that crashes its worker alone
-    MAX_ATTEMPTS times fails."""
+    cheap no-op (scoring is idempotent). What fails: a message that crashes its worker alone
+    MAX_ATTEMPTS times, and a `queued` message that a worker took and left unscored (a model that
+    cannot be loaded, say) MAX_SWEEP_REQUEUES times, each time published again here (counted in
+    `requeues` only when the message was taken since its last publish, `taken_at`: a backlog on
+    the broker, or no worker at all, only delays)."""
     from scoring.services.claims import work_claims_recover
 
     now = now or timezone.now()
@@ -172,14 +177,44 @@ def messages_sweep(*, now=None, limit: int = 20_000) -> SweepResult:
         .order_by("id")
         .values_list("id", flat=True)[:limit]
     )
-    stuck_requeued = _republish(stuck_ids, now=now)
-    return SweepResult(received_enqueued, stuck_requeued, claims_recovered)
+    given_up = _give_up(stuck_ids)
+    stuck_ids = [i for i in stuck_ids if i not in given_up]
+    stuck_requeued = _republish(stuck_ids, now=now, count=True)
+    return SweepResult(received_enqueued, stuck_requeued, claims_recovered, len(given_up))
 
 
-def _republish(ids: list[int], *, now, countdown: float | None = None) -> int:
+def _give_up(ids: list[int]) -> set[int]:
+    """Of these stuck `queued` messages, fail those a worker took and left unscored
+    MAX_SWEEP_REQUEUES times, each time published again by the sweeper (0: no limit), with the
+    reason, so they show on /monitoring/failed/ (where a retry, audited, sends them back); returns
+    their ids. A message whose task waits on the broker (a backlog, no worker) is never counted."""
+    limit = settings.MAX_SWEEP_REQUEUES
+    if not limit:
+        return set()
+    exhausted = list(
+        Message.objects.filter(id__in=ids, status=MessageStatus.QUEUED, requeues__gte=limit)
+        .only("id", "requeues", "status_reason")
+        .order_by("id")
+    )
+    for message in exhausted:
+        reason = (
+            f"a worker took its scoring task and left it unscored {message.requeues} times, each time "
+            f"published again by the sweeper; last: {message.status_reason or 'no reason recorded'}"
+        )
+        logger.warning("message %d failed: %s", message.pk, reason)
+        messages_transition(
+            message_ids=[message.pk],
+            from_statuses=[MessageStatus.QUEUED],
+            to_status=MessageStatus.FAILED,
+            reason=reason[:2000],
+        )
+    return {m.pk for m in exhausted}
+
+
+def _republish(ids: list[int], *, now, countdown: float | None = None, count: bool = False) -> int:
     """Publish scoring tasks again (`countdown` seconds from now) for messages that are already
-    queued (queued -> queued, restarting their clock); a failed publish leaves them for the next
-    sweep."""
+    queued (queued -> queued, restarting their clock; `count`: the sweeper's publishes, counted in
+    `requeues`); a failed publish leaves them for the next sweep."""
     from scoring.tasks import score_batch
 
     published = 0
@@ -192,8 +227,22 @@ def _republish(ids: list[int], *, now, countdown: float | None = None) -> int:
             what=f"{len(chunk)} queued messages wait for the next sweep",
         ):
             break
+        # Counted only when a worker took the message since it was last published (the UPDATE
+        # reads the old queued_at): one still waiting on the broker is not stuck by its own doing.
+        taken = Q(taken_at__isnull=False, taken_at__gt=F("queued_at"))
+        counted = (
+            {
+                "requeues": Case(
+                    When(taken, then=F("requeues") + 1),
+                    default=F("requeues"),
+                    output_field=PositiveSmallIntegerField(),
+                )
+            }
+            if count
+            else {}
+        )
         Message.objects.filter(id__in=chunk, status=MessageStatus.QUEUED).update(
-            queued_at=now, updated_at=now
+            queued_at=now, updated_at=now, **counted
         )
         published += len(chunk)
     return published

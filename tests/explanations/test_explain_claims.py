@@ -2,7 +2,8 @@
 batch whose explanation crashes its worker is split until the message that does it is alone; that
 message is charged, and at MAX_ATTEMPTS it reaches review with a recorded "explanation failed";
 the tasks have time limits; a flagged message whose explanation task was lost is explained after
-the sweeper finds it (tiny model, worker processes simulated in process as in
+the sweeper finds it; neither device memory nor the sweeper can keep a message `scored` for ever
+(MAX_OOM_DEFERRALS, MAX_SWEEP_REQUEUES) (tiny model, worker processes simulated in process as in
 tests/scoring/test_claims.py)."""
 
 from __future__ import annotations
@@ -179,6 +180,97 @@ def test_a_flagged_message_whose_explanation_task_was_lost_is_explained_after_th
     assert message.status == MessageStatus.IN_REVIEW and message.explained_at is not None
     assert Explanation.objects.filter(message=message, status=ExplanationStatus.OK).count() == 2
     assert Message.objects.get(pk=fresh).status == MessageStatus.SCORED
+
+
+def test_a_message_whose_explanation_never_fits_in_device_memory_reaches_review_after_max_oom_deferrals(
+    flag_everything, gpu_queue, django_capture_on_commit_callbacks, settings, reviewer
+):
+    # given a flagged message that no worker has the device memory to explain, even alone
+    from scoring.errors import DeviceOutOfMemory
+
+    settings.MAX_OOM_DEFERRALS = 3
+    (big,) = scored([CLAIMS[0]])
+    real = explain_service.explain_messages
+
+    def explain(scorer, items, **options):
+        if any(item.body == CLAIMS[0] for item in items):
+            raise DeviceOutOfMemory("Integrated Gradients of one text does not fit in cuda:0's free memory")
+        return real(scorer, items, **options)
+
+    gpu_queue.append([big])
+    outcomes = []
+    # when the broker delivers it each time it is published again
+    with mock.patch.object(explain_service, "explain_messages", explain):
+        while gpu_queue:
+            with django_capture_on_commit_callbacks(execute=True):
+                outcomes.append(messages_explain_batch(message_ids=gpu_queue.pop(0)))
+            assert len(outcomes) <= 10, "the out-of-memory explanation loops"
+
+    # then it is deferred twice and, on its third try, reaches review with a recorded failure
+    assert [(o["deferred"], o["failed"]) for o in outcomes] == [(1, 0), (1, 0), (0, 1)]
+    message = Message.objects.get(pk=big)
+    assert message.status == MessageStatus.IN_REVIEW and message.explain_deferrals == 3
+    assert message.status_reason.startswith(
+        "explanation failed: does not fit in device memory on any worker that tried (3 tries)"
+    )
+    failures = Explanation.objects.filter(message=message)
+    assert failures.count() == 2 and {e.status for e in failures} == {ExplanationStatus.FAILED}
+    assert all("does not fit in device memory on any worker" in e.failure_reason for e in failures)
+    client = Client()
+    client.force_login(reviewer)
+    html = client.get(reverse("reviews:message", args=[big])).content.decode()
+    assert "Explanation failed:" in html and "does not fit in device memory on any worker" in html
+
+
+def test_a_flagged_message_taken_and_left_unexplained_max_sweep_requeues_times_reaches_review(
+    flag_everything, gpu_queue, settings
+):
+    from scoring.errors import DeviceFailed
+
+    # given a flagged message whose explanation task every worker takes and leaves unfinished
+    settings.MAX_SWEEP_REQUEUES = 2
+    settings.STUCK_AFTER_SECONDS = 300
+    (lost,) = scored([CLAIMS[0]])
+
+    def broken(scorer, items, **options):
+        raise DeviceFailed("CUDA error: unspecified launch failure")
+
+    results = []
+    with mock.patch.object(explain_service, "explain_messages", broken):
+        for _ in range(3):  # when a worker takes it and fails, and the sweeper finds it stuck
+            with pytest.raises(DeviceFailed):
+                messages_explain_batch(message_ids=[lost])
+            Message.objects.filter(pk=lost).update(scored_at=timezone.now() - timedelta(seconds=301))
+            results.append(explanations_sweep())
+
+    # then it is published again MAX_SWEEP_REQUEUES times, then reaches review with a recorded failure
+    assert [(r.explanations_requeued, r.explanations_given_up) for r in results] == [(1, 0), (1, 0), (0, 1)]
+    assert gpu_queue == [[lost], [lost]]
+    message = Message.objects.get(pk=lost)
+    assert message.status == MessageStatus.IN_REVIEW and message.explain_requeues == 2
+    assert message.status_reason.startswith(
+        "explanation failed: a worker took its explanation task and left it unexplained 2 times"
+    )
+    failures = Explanation.objects.filter(message=message)
+    assert failures.count() == 2 and {e.status for e in failures} == {ExplanationStatus.FAILED}
+
+
+def test_a_flagged_message_waiting_on_the_broker_is_never_sent_to_review_unexplained(
+    flag_everything, gpu_queue, settings
+):
+    # given a backlog on the gpu queue: no worker takes the message's explanation task
+    settings.MAX_SWEEP_REQUEUES = 1
+    settings.STUCK_AFTER_SECONDS = 300
+    (waiting,) = scored([CLAIMS[0]])
+    for _ in range(4):
+        # time passes: scored (or last published) 301 s ago, taken last by its scoring worker before
+        past = timezone.now() - timedelta(seconds=301)
+        Message.objects.filter(pk=waiting).update(scored_at=past, taken_at=past - timedelta(seconds=1))
+        assert explanations_sweep().explanations_given_up == 0
+    # then it is published again at each sweep and still waits for its explanation
+    assert gpu_queue == [[waiting]] * 4
+    message = Message.objects.get(pk=waiting)
+    assert message.status == MessageStatus.SCORED and message.explain_requeues == 0
 
 
 def test_beat_runs_the_explanations_sweeper_beside_scorings(settings):

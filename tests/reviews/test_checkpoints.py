@@ -1,7 +1,8 @@
 """Signed checkpoints anchor the audit chain outside the database: truncation, a wiped table, a
-rewrite re-hashed to the end, and a forged, removed or missing checkpoint are each reported by
-`verify_audit_chain` and the audit page as a finding of its own kind; the writer never signs over
-a chain that disagrees with its latest checkpoint; PostgreSQL refuses TRUNCATE."""
+rewrite re-hashed to the end, a forged, removed or missing checkpoint and a checkpoint log that is
+missing or unreadable are each reported by `verify_audit_chain` and the audit page as a finding
+of its own kind; the writer never signs over a chain that disagrees with its latest checkpoint;
+PostgreSQL refuses TRUNCATE."""
 
 from __future__ import annotations
 
@@ -86,7 +87,7 @@ def test_an_unchanged_head_writes_no_second_checkpoint_and_the_next_one_links_to
 
 def test_an_empty_chain_gets_no_checkpoint(db):
     assert audit_checkpoint_write() is None
-    assert log_lines() == []
+    assert not Path(checkpoint_store().location).exists()
 
 
 def test_each_database_has_a_log_of_its_own_under_the_checkpoint_directory(chain):
@@ -240,10 +241,48 @@ def test_records_that_no_checkpoint_covers_in_time_are_reported_missing(chain):
     later = timezone.now() + grace + timedelta(seconds=1)
     assert audit_chain_report().intact  # just written: the task has not run yet
     report = audit_chain_report(now=later)
-    assert [f.kind for f in report.findings] == ["checkpoint_missing"]
-    assert "record #1" in report.findings[0].detail and "no checkpoint" in report.findings[0].detail
+    # no checkpoint was ever written, so the log does not exist either: both are said
+    assert [f.kind for f in report.findings] == ["checkpoint_log_unavailable", "checkpoint_missing"]
+    assert "record #1" in report.findings[1].detail and "no checkpoint" in report.findings[1].detail
     audit_checkpoint_write()
     assert audit_chain_report(now=later).intact
+
+
+def test_a_checkpoint_log_that_was_removed_is_a_finding_of_its_own(chain, capsys, auditor_client):
+    # given checkpoints written, then the log file deleted
+    audit_checkpoint_write()
+    path = Path(checkpoint_store().location)
+    path.unlink()
+    later = timezone.now() + timedelta(seconds=settings.AUDIT_CHECKPOINT_GRACE_SECONDS + 1)
+    # then, once a checkpoint must exist, the audit says the log is gone, not only that a
+    # record is uncovered
+    report = audit_chain_report(now=later)
+    assert [f.kind for f in report.findings] == ["checkpoint_log_unavailable", "checkpoint_missing"]
+    detail = report.findings[0].detail
+    assert str(path) in detail and "does not exist" in detail and "4 records" in detail
+    assert report.findings[0].title == "Checkpoint log missing or unreadable"
+
+
+def test_a_checkpoint_log_that_cannot_be_read_is_a_finding_at_once(chain, capsys, auditor_client):
+    # given a checkpoint log the application cannot read (here: a directory in its place)
+    audit_checkpoint_write()
+    path = Path(checkpoint_store().location)
+    path.unlink()
+    path.mkdir()
+    # then verify_audit_chain and the audit page report it at once, as a finding of its own kind
+    code, out = verify(capsys)
+    assert code == 1
+    assert "[checkpoint_log_unavailable] Checkpoint log missing or unreadable" in out
+    assert str(path) in out and "cannot be read" in out and "holds 4 records" in out
+    assert "[checkpoint_missing]" not in out  # the records are young: this is not about coverage
+    page = audit_page(auditor_client)
+    assert 'data-kind="checkpoint_log_unavailable"' in page and "cannot be read" in page
+
+
+def test_a_missing_log_is_no_finding_while_the_chain_is_empty_or_young(db, reviewer):
+    assert audit_chain_report(now=timezone.now() + timedelta(days=1)).intact  # no record: nothing to anchor
+    ReviewDecisionFactory(reviewer=reviewer)
+    assert audit_chain_report().intact  # the checkpoint task has not run yet
 
 
 def test_a_retired_key_still_verifies_its_checkpoints(chain, settings):

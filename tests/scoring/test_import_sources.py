@@ -174,6 +174,30 @@ def test_a_csv_body_over_the_csv_modules_field_limit_is_reported_and_the_rest_im
     assert set(Message.objects.values_list("external_id", flat=True)) == {"c-1", "c-3"}
 
 
+def test_a_csv_field_over_the_raised_field_limit_is_reported_by_line_and_the_following_rows_imported(
+    tmp_path, capsys
+):
+    # given a field longer than even the raised limit (CSV_FIELD_FACTOR x MAX_BODY_CHARS): the csv
+    # module raises csv.Error for that row
+    from scoring.management.commands.import_messages import csv_field_limit
+
+    limit = csv_field_limit()
+    path = tmp_path / "messages.csv"
+    huge = "x" * (limit + 1)
+    path.write_text(f'external_id,body\nc-1,Hello\nc-2,"{huge}"\nc-3,Bye\nc-4,"Quoted, with a comma"\n')
+
+    # when it is imported
+    call_command("import_messages", str(path))
+
+    # then that row is reported by its line, and reading goes on with the rows after it
+    out, err = capsys.readouterr()
+    assert "created 3, duplicates 0, errors 1" in out
+    assert f"line 3: the row cannot be read (field larger than field limit ({limit})" in err
+    assert f"a field is longer than {limit:,} characters" in err and "goes on at the next line" in err
+    assert set(Message.objects.values_list("external_id", flat=True)) == {"c-1", "c-3", "c-4"}
+    assert Message.objects.get(external_id="c-4").body == "Quoted, with a comma"
+
+
 def test_an_import_in_which_every_item_fails_exits_non_zero(tmp_path):
     path = write_mbox(tmp_path / "journal.mbox", thread())
 

@@ -11,7 +11,8 @@ import pytest
 import torch
 from celery.exceptions import Reject
 from django.core.management import CommandError, call_command
-from django.test import override_settings
+from django.test import Client, override_settings
+from django.urls import reverse
 from django.utils import timezone
 
 from scoring.classifier.device_check import cpu_report, is_device_failure, probe, probe_in_subprocess
@@ -87,6 +88,130 @@ def test_a_message_that_does_not_fit_in_device_memory_is_deferred_uncharged(
     assert small.status != MessageStatus.QUEUED
     (call,) = publish.call_args_list
     assert call.kwargs["args"] == [[big.pk]] and call.kwargs["countdown"] > 0  # any worker may take it
+
+
+@pytest.mark.django_db
+def test_a_message_that_never_fits_in_device_memory_fails_after_max_oom_deferrals(
+    tiny_model_version, django_capture_on_commit_callbacks, settings, admin_user
+):
+    # given a message no worker has the memory for, and a limit of 3 tries
+    settings.MAX_OOM_DEFERRALS = 3
+    big = queued(NEUTRAL + " (the long one)")
+
+    class NeverFits:
+        segmented = False
+
+        def score(self, bodies):
+            raise DeviceOutOfMemory("one window of 128 tokens does not fit in cuda:0's free memory")
+
+    broker: list[list[int]] = [[big.pk]]
+    outcomes = []
+    # when the broker delivers it each time it is published again
+    with mock.patch(
+        "scoring.tasks.score_batch.apply_async",
+        side_effect=lambda args, **kwargs: broker.append(list(args[0])),
+    ):
+        while broker:
+            with django_capture_on_commit_callbacks(execute=True):
+                outcomes.append(
+                    messages_score_batch(message_ids=broker.pop(0), scorer_factory=lambda v: NeverFits())
+                )
+            assert len(outcomes) <= 10, "the out-of-memory message loops"
+
+    # then it was deferred twice and failed on its third try, with the reason, on the failed page
+    assert [(o.deferred, o.failed) for o in outcomes] == [(1, 0), (1, 0), (0, 1)]
+    big.refresh_from_db()
+    assert big.status == MessageStatus.FAILED and big.deferrals == 3 and big.attempts == 0
+    assert big.status_reason.startswith("does not fit in device memory on any worker that tried (3 tries)")
+    assert "cuda:0's free memory" in big.status_reason
+    client = Client()
+    client.force_login(admin_user)
+    html = client.get(reverse("monitoring:failed")).content.decode()
+    assert big.external_id in html and "does not fit in device memory on any worker that tried" in html
+
+
+def _stuck(message: Message) -> None:
+    from datetime import timedelta
+
+    Message.objects.filter(pk=message.pk).update(queued_at=timezone.now() - timedelta(minutes=5))
+
+
+def _no_model(version):
+    raise ModelNotReady("the artifact of v-broken is corrupt: cannot load the tokenizer")
+
+
+@pytest.mark.django_db
+def test_a_message_taken_and_left_unscored_max_sweep_requeues_times_fails_with_the_reason(
+    tiny_model_version, settings, admin_user
+):
+    from scoring.services.failed import message_retry
+    from scoring.services.queueing import messages_sweep
+
+    # given a queued message whose model cannot be loaded by any worker that takes its task
+    settings.MAX_SWEEP_REQUEUES = 2
+    settings.STUCK_AFTER_SECONDS = 60
+    message = queued(NEUTRAL)
+    results = []
+    with mock.patch("scoring.tasks.score_batch.apply_async") as publish:
+        for _ in range(3):
+            # when a worker takes its task and cannot score it, and the sweeper finds it stuck
+            with pytest.raises(ModelNotReady):
+                messages_score_batch(message_ids=[message.pk], scorer_factory=_no_model)
+            _stuck(message)
+            results.append(messages_sweep())
+        results.append(messages_sweep())  # failed: left alone
+
+    # then it is published again MAX_SWEEP_REQUEUES times, then failed with the worker's reason
+    assert [(r.stuck_requeued, r.stuck_failed) for r in results] == [(1, 0), (1, 0), (0, 1), (0, 0)]
+    assert publish.call_count == 2
+    message.refresh_from_db()
+    assert message.status == MessageStatus.FAILED and message.requeues == 2 and message.attempts == 0
+    assert message.status_reason.startswith("a worker took its scoring task and left it unscored 2 times")
+    assert "last: not scored: the artifact of v-broken is corrupt" in message.status_reason
+    client = Client()
+    client.force_login(admin_user)
+    html = client.get(reverse("monitoring:failed")).content.decode()
+    assert "left it unscored 2 times" in html
+    # and an (audited) retry gives it fresh counts
+    with mock.patch("scoring.tasks.score_batch.apply_async"):
+        message_retry(message=message, user=admin_user, reason="the artifact is restored")
+    message.refresh_from_db()
+    assert message.status == MessageStatus.QUEUED and message.requeues == 0
+
+
+@pytest.mark.django_db
+def test_a_message_waiting_on_the_broker_is_published_again_at_every_sweep_but_never_failed(settings):
+    from scoring.services.queueing import messages_sweep
+
+    # given a backlog (or no worker at all): no worker takes the message's task
+    settings.MAX_SWEEP_REQUEUES = 1
+    settings.STUCK_AFTER_SECONDS = 60
+    message = queued(NEUTRAL)
+    with mock.patch("scoring.tasks.score_batch.apply_async") as publish:
+        for _ in range(5):
+            _stuck(message)
+            assert messages_sweep().stuck_failed == 0
+    # then it is published again each time, uncounted: waiting only delays
+    assert publish.call_count == 5
+    message.refresh_from_db()
+    assert message.status == MessageStatus.QUEUED and message.requeues == 0
+
+
+@pytest.mark.django_db
+def test_a_broker_outage_does_not_count_as_a_sweeper_requeue(tiny_model_version, settings):
+    from scoring.services.queueing import messages_sweep
+
+    settings.MAX_SWEEP_REQUEUES = 1
+    settings.STUCK_AFTER_SECONDS = 60
+    message = queued(NEUTRAL)
+    with mock.patch("scoring.tasks.score_batch.apply_async", side_effect=ConnectionError("broker down")):
+        for _ in range(3):
+            with pytest.raises(ModelNotReady):
+                messages_score_batch(message_ids=[message.pk], scorer_factory=_no_model)
+            _stuck(message)
+            assert messages_sweep().stuck_failed == 0
+    message.refresh_from_db()
+    assert message.status == MessageStatus.QUEUED and message.requeues == 0
 
 
 class _Queues(dict):

@@ -6,7 +6,9 @@ no server error, authentication honoured, ...). Zero failures.
 Each operation is fuzzed with the token of every role allowed to use it; every other role's
 token gets one valid request per operation, which must be refused as documented (403, the
 error body). Bounded: MAX_EXAMPLES per operation and role, derandomized, so that CI sees the
-same requests on every run; `schemathesis run` against a running server explores further."""
+same requests on every run; `schemathesis run` against a running server explores further. One
+case goes over live HTTP (pytest-django's live_server) with the schema loaded from the served
+/api/schema/, so that what the server serves, not only what the generator builds, is held to it."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiJsonRenderer
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.config import SchemathesisConfig
 from schemathesis.core import NOT_SET
@@ -157,6 +159,44 @@ def test_feeds_get_what_the_schema_says(case, token):
 @settings(max_examples=3, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_the_metrics_endpoints_give_compliance_admins_what_the_schema_says(case, token):
     case.call_and_validate(headers={"Authorization": f"Token {token}"})
+
+
+# --- Over live HTTP, with the schema the server serves --------------------------------------------
+
+# (Not schemathesis.pytest.from_fixture: its lazy schema reads a pytest node attribute this pytest
+# no longer has. The schema is loaded in the test and one operation driven by hypothesis.)
+LIVE_OPERATIONS = ["GET /api/messages/{id}/", "POST /api/messages/"]
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_served_schema_holds_over_live_http(live_server):
+    # given a server on a socket, an admin's token, and the schema as GET /api/schema/ serves it
+    ModelVersionFactory(is_active=True)
+    message = reviewable_message()
+    auth = {"Authorization": f"Token {token_for(ADMIN)}"}
+    served = schemathesis.openapi.from_url(
+        f"{live_server.url}/api/schema/?format=json", config=CONFIG, headers=auth, timeout=60
+    )
+    served.config.update(base_url=live_server.url)
+    sent: list[tuple[str, str, int]] = []
+
+    for label in LIVE_OPERATIONS:
+        operation = served.find_operation_by_label(label)
+        assert operation is not None, f"{label} is not in the served schema"
+        known_id = {"id": message.pk} if "{id}" in operation.path else None
+
+        @given(case=operation.as_strategy(path_parameters=known_id))
+        @settings(max_examples=5, deadline=None, database=None, derandomize=True)
+        def holds(case):
+            # when the request goes over HTTP, then the response is what the schema says
+            response = case.call_and_validate(headers=auth, timeout=60)
+            sent.append((case.operation.label, response.request.url, response.status_code))
+
+        holds()
+
+    assert all(url.startswith(live_server.url) for _, url, _ in sent)  # over a socket, not WSGI
+    assert ("GET /api/messages/{id}/", 200) in {(label, status) for label, _, status in sent}
+    assert "POST /api/messages/" in {label for label, _, _ in sent}
 
 
 VALID_BODIES = {

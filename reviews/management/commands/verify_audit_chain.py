@@ -4,7 +4,7 @@ snapshot.
 
 Exit status 0 with "intact, N records"; exit status 1 with one line per finding (its kind in
 brackets: chain_broken, truncated, rewritten, checkpoint_forged, checkpoint_removed,
-checkpoint_missing, body_changed, explanation_changed, explanation_missing)."""
+checkpoint_missing, checkpoint_log_unavailable, body_changed, explanation_changed, explanation_missing)."""
 
 from __future__ import annotations
 
