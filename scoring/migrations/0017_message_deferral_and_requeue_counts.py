@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("scoring", "0015_rule_set_drafts_and_backtests"),
+        ("scoring", "0016_rule_set_restores"),
     ]
 
     operations = [
