@@ -29,7 +29,7 @@ import torch
 from tqdm.auto import tqdm
 
 from scoring.classifier.data import Example
-from scoring.classifier.frozen import padded, upper_layers
+from scoring.classifier.frozen import padded, padded_ids, upper_layers
 from scoring.classifier.precision import autocast
 from scoring.classifier.schedule import AnnealingPlan
 
@@ -74,13 +74,7 @@ def embed(
     layers' cached outputs), only encoder layers `frozen`.. run."""
     base = getattr(model, model.base_model_prefix)
     if lower is None:
-        longest = max(len(w) for w in windows)
-        ids = torch.full((len(windows), longest), pad_id, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        for row, window in enumerate(windows):
-            ids[row, : len(window)] = torch.tensor(window)
-            mask[row, : len(window)] = 1
-        ids, mask = ids.to(device), mask.to(device)
+        ids, mask = padded_ids(windows, pad_id, device)
         states = base(input_ids=ids, attention_mask=mask).last_hidden_state
     else:
         hidden, mask = padded([lower[tuple(w)] for w in windows], device)

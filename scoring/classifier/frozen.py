@@ -83,6 +83,17 @@ def lower_outputs(
     return out
 
 
+def padded_ids(windows: Sequence[Sequence[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token ids of a batch of windows padded to the longest with `pad_id`, and the mask."""
+    longest = max(len(w) for w in windows)
+    ids = torch.full((len(windows), longest), pad_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for row, window in enumerate(windows):
+        ids[row, : len(window)] = torch.tensor(window)
+        mask[row, : len(window)] = 1
+    return ids.to(device), mask.to(device)
+
+
 def padded(states: Sequence[torch.Tensor], device) -> tuple[torch.Tensor, torch.Tensor]:
     """Cached states of a batch stacked to [batch, longest, hidden] with zeros, and the mask."""
     longest = max(s.shape[0] for s in states)

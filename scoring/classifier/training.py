@@ -52,7 +52,7 @@ from scoring.classifier.data import (
     read_rows,
 )
 from scoring.classifier.evaluation import read_handwritten, reliability, score_rows, summarize_decisions
-from scoring.classifier.frozen import lower_outputs, padded, upper_layers
+from scoring.classifier.frozen import lower_outputs, padded, padded_ids, upper_layers
 from scoring.classifier.metrics import NOVEL, quality_bar, summarize
 from scoring.classifier.modeling import CLS, POOLINGS, classifier_class
 from scoring.classifier.precision import FLOAT32, autocast, resolve_precision
@@ -226,13 +226,8 @@ def parameter_groups(model, config: TrainConfig) -> list[dict]:
 
 
 def _batch_logits(model, flat: Sequence[tuple[int, ...]], device: torch.device, pad_id: int) -> torch.Tensor:
-    longest = max(len(ids) for ids in flat)
-    input_ids = torch.full((len(flat), longest), pad_id, dtype=torch.long)
-    mask = torch.zeros_like(input_ids)
-    for row, ids in enumerate(flat):
-        input_ids[row, : len(ids)] = torch.tensor(ids)
-        mask[row, : len(ids)] = 1
-    return model(input_ids=input_ids.to(device), attention_mask=mask.to(device)).logits
+    input_ids, mask = padded_ids(flat, pad_id, device)
+    return model(input_ids=input_ids, attention_mask=mask).logits
 
 
 def _batch_loss(
