@@ -110,3 +110,49 @@ def test_short_items_are_not_padded_to_the_long_ones_that_follow_them():
 def test_padding_cap_must_not_be_negative():
     with pytest.raises(ValueError, match="max_padding"):
         list(length_sorted_batches([1, 2], token_budget=10, max_padding=-0.1))
+
+
+def _wrapper_windows(tokenizer, texts, window_tokens, stride):
+    """The windows as the transformers wrapper's overflowing-tokens mode cuts them (the reference
+    make_windows must equal: it calls the Rust backend directly, without the wrapper's lists)."""
+    encoded = tokenizer(
+        list(texts),
+        max_length=window_tokens,
+        stride=stride,
+        truncation=True,
+        return_overflowing_tokens=True,
+        return_offsets_mapping=True,
+        return_special_tokens_mask=True,
+    )
+    per_text = [[] for _ in texts]
+    for ids, offsets, special, index in zip(
+        encoded["input_ids"],
+        encoded["offset_mapping"],
+        encoded["special_tokens_mask"],
+        encoded["overflow_to_sample_mapping"],
+        strict=True,
+    ):
+        content = [offset for offset, is_special in zip(offsets, special, strict=True) if not is_special]
+        start, end = (content[0][0], content[-1][1]) if content else (0, 0)
+        per_text[index].append((tuple(ids), start, end))
+    return per_text
+
+
+@pytest.mark.parametrize(("window", "stride"), [(128, 64), (16, 6), (10, 0)])
+def test_windows_are_the_wrappers_overflowing_windows_and_leave_the_tokenizer_as_it_was(
+    tokenizer, window, stride
+):
+    from scoring.corpus.jsonl import read_jsonl
+
+    corpus = [row["body"] for row in itertools.islice(read_jsonl(settings.CORPUS_PATH, validate=False), 400)]
+    odd = ["", "   ", "\u200b\u200b", "😀 up 😀", "x" * 3000, "Hi,\r\n\r\nSee below.\n> quoted"]
+    texts = [*corpus, LONG, *odd]
+    before = (tokenizer.backend_tokenizer.truncation, tokenizer.backend_tokenizer.padding)
+
+    ours = make_windows(tokenizer, texts, window_tokens=window, stride=stride)
+
+    assert (tokenizer.backend_tokenizer.truncation, tokenizer.backend_tokenizer.padding) == before
+    assert [[(w.input_ids, w.start, w.end) for w in windows] for windows in ours] == _wrapper_windows(
+        tokenizer, texts, window, stride
+    )
+    assert all(w.text_index == i for i, windows in enumerate(ours) for w in windows)
