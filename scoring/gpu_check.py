@@ -31,6 +31,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -49,7 +50,7 @@ GPU_PROFILE = {
     "SCORING_BATCH_SIZE": 2048,
     "EXPLAIN_BATCH_SIZE": 128,
     "IG_TOKENS_PER_FORWARD": 65536,
-    "IG_TOKENS_PER_CALL": 16384,
+    "IG_TOKENS_PER_CALL": 65536,
     "WORKER_TOKENIZERS_PARALLELISM": 1,
 }
 DEFAULT_IG_STEPS = 32  # the IG_N_STEPS default; toy runs use fewer and no refinement
@@ -206,13 +207,56 @@ def throughput(on_device: Scorer, bodies: list[str], n: int) -> dict:
     report: dict = {"messages": len(texts), "tokens_per_message": 64}
     for name, budget in (("default", 8192), ("gpu_profile", GPU_PROFILE["TOKEN_BUDGET"])):
         on_device.token_budget = budget
-        scorer_timing(on_device, texts[: min(256, len(texts))])  # warm-up
-        timing, _ = scorer_timing(on_device, texts)
+        # the profile's worker tokenises on every core (scoring.worker: WORKER_TOKENIZERS_PARALLELISM)
+        with _tokenizers_parallelism(
+            name == "gpu_profile" and bool(GPU_PROFILE["WORKER_TOKENIZERS_PARALLELISM"])
+        ):
+            scorer_timing(on_device, texts[: min(256, len(texts))])  # warm-up
+            timing, _ = scorer_timing(on_device, texts)
+            host, model = _scorer_sides(on_device, texts)
         report[f"scorer_msgs_per_s_{name}"] = round(timing.msgs_per_s, 1)
+        # which side bounds the Scorer: its host work (segmenting and tokenising into windows)
+        # and its model work (windows -> probabilities on the device), each timed alone
+        report[f"host_windows_msgs_per_s_{name}"] = round(host, 1)
+        report[f"model_msgs_per_s_{name}"] = round(model, 1)
         report[f"token_budget_{name}"] = budget
     if on_device.device.type == "cuda":
         report["gpu_bf16_64_token_msgs_per_s"] = round(gpu_bf16_msgs_per_s(on_device), 1)
     return report
+
+
+def _scorer_sides(scorer: Scorer, texts: list[str]) -> tuple[float, float]:
+    """Messages per second of the Scorer's two halves on these texts, each timed alone: cutting
+    them into windows (host), and the windows' probabilities (device, synchronised)."""
+    started = time.perf_counter()
+    per_text = scorer.windows(texts)
+    host = time.perf_counter() - started
+    ids = [window.input_ids for windows in per_text for window in windows]
+    _synchronize(scorer.device)
+    started = time.perf_counter()
+    scorer.window_probabilities(ids)
+    _synchronize(scorer.device)
+    model = time.perf_counter() - started
+    return len(texts) / max(host, 1e-9), len(texts) / max(model, 1e-9)
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+@contextmanager
+def _tokenizers_parallelism(on: bool):
+    """TOKENIZERS_PARALLELISM for the duration (the Rust tokenizer reads it at each call)."""
+    before = os.environ.get("TOKENIZERS_PARALLELISM")
+    os.environ["TOKENIZERS_PARALLELISM"] = "true" if on else "false"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        else:
+            os.environ["TOKENIZERS_PARALLELISM"] = before
 
 
 def explanations(cpu: Scorer, on_device: Scorer, bodies: list[str], n: int, n_steps: int) -> dict:
@@ -309,6 +353,8 @@ def run_step(name: str, report: dict, fn: Callable[[], dict]) -> object:
         return None
     finally:
         report[name]["step_seconds"] = round(time.perf_counter() - started, 1)
+        # progress: each step's figures as soon as it ends, so a run cut short still tells them
+        print(json.dumps({name: report[name]}, sort_keys=True, default=str), file=sys.stderr, flush=True)
 
 
 def temporary_workdir() -> Path:

@@ -29,6 +29,9 @@ def test_gpu_check_runs_every_step_on_the_cpu_and_prints_one_json_object():
     throughput = report["throughput"]
     assert throughput["scorer_msgs_per_s_default"] > 0 and throughput["scorer_msgs_per_s_gpu_profile"] > 0
     assert throughput["token_budget_gpu_profile"] == 131072
+    for profile in ("default", "gpu_profile"):  # the Scorer's host and model halves, each timed alone
+        assert throughput[f"host_windows_msgs_per_s_{profile}"] > 0
+        assert throughput[f"model_msgs_per_s_{profile}"] > 0
     worker = report["worker"]
     assert worker["messages"] == report["sizes"]["worker_messages"] and worker["failed"] == 0
     assert sum(worker["statuses"].values()) == worker["messages"]
