@@ -550,7 +550,7 @@ TOKEN_BUDGET = env_int("TOKEN_BUDGET", 8192, minimum=128)
 IG_N_STEPS = env_int("IG_N_STEPS", 32, minimum=2)
 # How IG's work is batched (explanations.attribution), not what it computes: padded tokens per
 # forward pass (rows x length, interpolation steps included) and per group of texts that go
-# through Captum together. The GPU profile raises both (65536 / 16384).
+# through Captum together. The GPU profile raises both (65536 / 65536).
 IG_TOKENS_PER_FORWARD = env_int("IG_TOKENS_PER_FORWARD", 4096, minimum=128)
 IG_TOKENS_PER_CALL = env_int("IG_TOKENS_PER_CALL", 1024, minimum=128)
 # An attribution whose completeness error |delta| exceeds 0.05 is computed again with twice the
