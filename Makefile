@@ -37,8 +37,9 @@ run: model
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(VENV)/bin/honcho -f Procfile.dev start
 
+# --durations: the slowest tests of every run (CI's log included) say where the suite's time goes.
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=30
 
 # The development loop: everything but the browser tests and the tests that train or load the
 # real model (markers `browser` and `slow`). `make test` stays the whole suite, and is what CI runs.
