@@ -289,6 +289,15 @@ def rule_key(spec: RuleSpec) -> tuple:
     )
 
 
+def _effective_key(spec: RuleSpec) -> tuple:
+    """`rule_key` less what cannot change a hit: the context window of a rule without context
+    terms is never read (iter_hits looks `NEGATION_WINDOW` words back for the negation guard
+    whatever the window), so a draft that edits only that window changes nothing the scan could
+    find; the rule is matched as a shared one."""
+    key = rule_key(spec)
+    return key if spec.context_terms else (*key[:4], None, *key[5:])
+
+
 @dataclass(frozen=True)
 class _Rule:
     compiled: CompiledRules  # this one rule
@@ -319,6 +328,7 @@ class RuleDiff:
     active_only: tuple[_Rule, ...]
     draft_only: tuple[_Rule, ...]
     shared: tuple[_Rule, ...]
+    edited: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())  # codes, by rule_key
 
     @property
     def starts(self) -> dict[str, tuple[str, ...] | None]:
@@ -330,8 +340,9 @@ class RuleDiff:
 
     @property
     def changed_codes(self) -> dict[str, list[str]]:
-        active = {r.code for r in self.active_only}
-        draft = {r.code for r in self.draft_only}
+        """The codes the draft adds, removes and changes, as edited (by `rule_key`: an edit that
+        cannot change a hit, which the scan treats as shared, is still an edit)."""
+        active, draft = self.edited
         return {
             "added": sorted(draft - active),
             "removed": sorted(active - draft),
@@ -340,13 +351,20 @@ class RuleDiff:
 
 
 def rule_diff(active: Sequence[RuleSpec], draft: Sequence[RuleSpec]) -> RuleDiff:
-    """Compare the enabled rules of two sets."""
-    active_keys = {rule_key(s) for s in active}
-    draft_keys = {rule_key(s) for s in draft}
+    """Compare the enabled rules of two sets: a rule is changed when it can hit differently
+    (`_effective_key`)."""
+    active_keys = {_effective_key(s) for s in active}
+    draft_keys = {_effective_key(s) for s in draft}
+    edited_active = {rule_key(s) for s in active}
+    edited_draft = {rule_key(s) for s in draft}
     return RuleDiff(
-        active_only=_prepared((s for s in active if rule_key(s) not in draft_keys), sign=1),
-        draft_only=_prepared((s for s in draft if rule_key(s) not in active_keys), sign=-1),
-        shared=_prepared((s for s in draft if rule_key(s) in active_keys), sign=-1),
+        active_only=_prepared((s for s in active if _effective_key(s) not in draft_keys), sign=1),
+        draft_only=_prepared((s for s in draft if _effective_key(s) not in active_keys), sign=-1),
+        shared=_prepared((s for s in draft if _effective_key(s) in active_keys), sign=-1),
+        edited=(
+            frozenset(s.code for s in active if rule_key(s) not in edited_draft),
+            frozenset(s.code for s in draft if rule_key(s) not in edited_active),
+        ),
     )
 
 

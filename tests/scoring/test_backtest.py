@@ -272,3 +272,20 @@ def test_the_seeded_rules_hit_the_same_spans_with_the_words_around_a_match_as_wi
         assert got == _hits_with_a_whole_text_word_index(text, specs), text
         hit += bool(got)
     assert hit > 100
+
+
+def test_a_window_edit_of_a_rule_without_context_terms_is_reported_but_not_scanned_as_a_change():
+    # given: the window is read only for context terms, so GR-1's edit cannot change a hit
+    active = [
+        spec("GR-1", r"guaranteed\s+returns?"),
+        spec("RF-1", r"risk[- ]?free", context_terms=("invest*",)),
+    ]
+    draft = [dataclasses.replace(s, context_window=s.context_window + 4) for s in active]
+
+    # when
+    diff = rule_diff(active, draft)
+
+    # then: RF-1's edit can change hits, GR-1's cannot; both are edits the draft made
+    assert [r.code for r in diff.active_only] == ["RF-1"] and [r.code for r in diff.draft_only] == ["RF-1"]
+    assert [r.code for r in diff.shared] == ["GR-1"]
+    assert diff.changed_codes == {"added": [], "removed": [], "changed": ["GR-1", "RF-1"]}
