@@ -338,6 +338,21 @@ class RuleDiff:
             for r in (*self.active_only, *self.draft_only, *self.shared)
         }
 
+    @functools.cached_property
+    def changed(self) -> tuple[_Rule, ...]:
+        """The changed rules of both sides, each draft rule right after the active rule with the
+        same pattern (an edit of its guards), so that a message both sides route is known as soon
+        as one pair of rules has hit it (see scan)."""
+        ordered: list[_Rule] = []
+        pending = list(self.draft_only)
+        for rule in self.active_only:
+            ordered.append(rule)
+            pattern = rule.compiled.rules[0].spec.pattern
+            twins = [d for d in pending if d.compiled.rules[0].spec.pattern == pattern]
+            ordered += twins
+            pending = [d for d in pending if d not in twins]
+        return (*ordered, *pending)
+
     @property
     def changed_codes(self) -> dict[str, list[str]]:
         """The codes the draft adds, removes and changes, as edited (by `rule_key`: an edit that
@@ -388,68 +403,106 @@ class ScanCounts:
     by_kind: dict[str, int] = field(default_factory=lambda: {"added": 0, "removed": 0})
 
 
-def _routing(hits: list[RuleHit], segments: Sequence[Mapping] | None) -> list[RuleHit]:
-    """The hits inside a routing part (stored segments with `routes`); all hits without parts."""
-    if not hits or not segments:
-        return hits
-    spans = [(s["start"], s["end"]) for s in segments if s.get("routes")]
-    return [h for h in hits if any(start <= h.start and h.end <= end for start, end in spans)]
-
-
-def _passing(rules: Iterable[_Rule], low: str, seen: dict | None = None) -> list[_Rule]:
-    """The rules whose prefilter `low` passes; `seen` shares the verdicts of equal prefilters (a
+def _passes(rule: _Rule, low: str, seen: dict) -> bool:
+    """Whether `low` passes the rule's prefilter; `seen` shares the verdicts of equal prefilters (a
     rule and its edited copy often have the same literals)."""
-    seen = {} if seen is None else seen
-    kept = []
-    for rule in rules:
-        if rule.passes is None:
-            kept.append(rule)
-            continue
-        verdict = seen.get(rule.passes)
-        if verdict is None:
-            verdict = seen[rule.passes] = rule.passes(low)
-        if verdict:
-            kept.append(rule)
-    return kept
+    if rule.passes is None:
+        return True
+    verdict = seen.get(rule.passes)
+    if verdict is None:
+        verdict = seen[rule.passes] = rule.passes(low)
+    return verdict
 
 
 class _Finder:
     """The regular-expression matches of one text, found once per pattern (a rule the draft changes
-    only in its guards has the same matches on both sides) and only where an anchor occurs."""
+    only in its guards has the same matches on both sides) and only where an anchor occurs. A rule
+    whose prefilter the text fails has no matches: the prefilter is checked only for the rules
+    the scan gets to (a message both sides route is decided by the first pair that hits it)."""
 
-    def __init__(self, low: str | None, starts: Mapping[str, tuple[str, ...] | None]) -> None:
+    def __init__(
+        self,
+        low: str | None,
+        starts: Mapping[str, tuple[str, ...] | None],
+        rules: Mapping[int, _Rule],
+        prefiltered: str,
+        seen: dict,
+    ) -> None:
         self.low, self.starts, self.found = low, starts, {}
+        self.rules, self.prefiltered, self.seen = rules, prefiltered, seen
 
-    def __call__(self, rule, folded: str) -> list[re.Match[str]]:
+    def __call__(self, rule, folded: str) -> Sequence[re.Match[str]]:
+        if not _passes(self.rules[id(rule)], self.prefiltered, self.seen):
+            return ()
         pattern = rule.spec.pattern
         if pattern not in self.found:
             self.found[pattern] = anchored_matches(rule.regex, self.starts.get(pattern), folded, self.low)
         return self.found[pattern]
 
 
-def _routes(rules: Sequence[_Rule], body: str, segments, finder: _Finder, cache: dict) -> bool:
-    """Whether any of `rules` has a routing hit, stopping at the first."""
-    if not rules:
-        return False
-    compiled = CompiledRules(rules=tuple(r.compiled.rules[0] for r in rules))
-    spans = [(s["start"], s["end"]) for s in segments if s.get("routes")] if segments else None
+def _routing_spans(segments) -> list[tuple[int, int]] | None:
+    """The routing parts (stored segments with `routes`); None: the whole text routes."""
+    return [(s["start"], s["end"]) for s in segments if s.get("routes")] if segments else None
+
+
+def _routes(compiled: CompiledRules, body: str, spans, finder: _Finder, cache: dict) -> bool:
+    """Whether any of `compiled` has a routing hit, stopping at the first."""
     for hit in iter_hits(body, compiled, finder=finder, cache=cache):
         if spans is None or any(start <= hit.start and hit.end <= end for start, end in spans):
             return True
     return False
 
 
-def _hits(
-    rules: Sequence[_Rule], body: str, segments, finder: _Finder, cache: dict
-) -> dict[int, list[RuleHit]]:
-    """Routing hits of `rules` on `body` by rule id (one word index for all of them)."""
-    if not rules:
-        return {}
-    compiled = CompiledRules(rules=tuple(r.compiled.rules[0] for r in rules))
-    by_rule: dict[int, list[RuleHit]] = {}
-    for hit in _routing(list(iter_hits(body, compiled, finder=finder, cache=cache)), segments):
-        by_rule.setdefault(hit.rule_id, []).append(hit)
-    return by_rule
+def _side_hits(
+    compiled: CompiledRules, body: str, spans, finder: _Finder, cache: dict
+) -> tuple[list[RuleHit], list[RuleHit], RuleHit | None]:
+    """The routing hits of `compiled` (changed rules of both sides, engine ids: positive for the
+    active set's) on `body`, as (active, draft, None); as soon as both sides have one, since such
+    a message routes under both sets, ([], [], the hit that showed it)."""
+    active: list[RuleHit] = []
+    draft: list[RuleHit] = []
+    for hit in iter_hits(body, compiled, finder=finder, cache=cache):
+        if spans is not None and not any(start <= hit.start and hit.end <= end for start, end in spans):
+            continue
+        (active if hit.rule_id > 0 else draft).append(hit)
+        if active and draft:
+            return [], [], hit
+    return active, draft, None
+
+
+class _Order:
+    """The changed rules in the order the scan tries them: pattern by pattern (a rule and its edited
+    copy together), the patterns that most often showed a message routed under both sets first,
+    so that such a message costs one pattern search, not all of them. The order changes which
+    rules are tried, never what a changed message reports (its hits are sorted)."""
+
+    EVERY = 64  # candidates between two reorderings
+
+    def __init__(self, rules: Sequence[_Rule]) -> None:
+        self.groups: list[list[_Rule]] = []
+        for rule in rules:
+            if (
+                self.groups
+                and self.groups[-1][0].compiled.rules[0].spec.pattern == rule.compiled.rules[0].spec.pattern
+            ):
+                self.groups[-1].append(rule)
+            else:
+                self.groups.append([rule])
+        self.wins: dict[str, int] = {}
+        self.seen = 0
+        self.compiled = self._compiled()
+
+    def _compiled(self) -> CompiledRules:
+        return CompiledRules(rules=tuple(r.compiled.rules[0] for group in self.groups for r in group))
+
+    def decided(self, hit: RuleHit | None, pattern_of: Mapping[int, str]) -> None:
+        if hit is not None:
+            pattern = pattern_of[hit.rule_id]
+            self.wins[pattern] = self.wins.get(pattern, 0) + 1
+        self.seen += 1
+        if self.seen % self.EVERY == 0:
+            self.groups.sort(key=lambda g: -self.wins.get(g[0].compiled.rules[0].spec.pattern, 0))
+            self.compiled = self._compiled()
 
 
 def scan(
@@ -462,36 +515,38 @@ def scan(
     """The changes among `rows` ((message id, body), one chunk at a time). `segments_of(ids)` gives
     the stored routing parts of the candidate messages (one call per chunk)."""
     counts = counts if counts is not None else ScanCounts()
-    candidates: list[tuple[int, str, str, list[_Rule], dict]] = []
+    candidates: list[tuple[int, str, str, dict]] = []
     for message_id, body in rows:
         counts.messages += 1
         low = prefilter_text(body)
         seen: dict = {}
-        changed = _passing(diff.active_only, low, seen) + _passing(diff.draft_only, low, seen)
-        if changed:
-            candidates.append((message_id, body, low, changed, seen))
+        if any(_passes(rule, low, seen) for rule in diff.changed):
+            candidates.append((message_id, body, low, seen))
     if not candidates:
         return []
     counts.candidates += len(candidates)
     segments = segments_of([c[0] for c in candidates])
-    active_ids = {r.compiled.rules[0].spec.rule_id for r in diff.active_only}
     starts = diff.starts
+    rules = {id(r.compiled.rules[0]): r for r in (*diff.changed, *diff.shared)}
+    pattern_of = {r.compiled.rules[0].spec.rule_id: r.compiled.rules[0].spec.pattern for r in diff.changed}
+    shared = CompiledRules(rules=tuple(r.compiled.rules[0] for r in diff.shared))
+    order = _Order(diff.changed)
     changes = []
-    for message_id, body, low, changed, seen in candidates:
+    for message_id, body, low, seen in candidates:
         counts.full_matches += 1
-        parts = segments.get(message_id)
+        spans = _routing_spans(segments.get(message_id))
         # anchors are found in the lower-cased text, which has the text's offsets when it is ASCII
-        finder = _Finder(low if body.isascii() else None, starts)
+        finder = _Finder(low if body.isascii() else None, starts, rules, low, seen)
         cache: dict = {}  # words around a match, and its negation check, shared by the rules
-        hits = _hits(changed, body, parts, finder, cache)
-        active_hits = [h for rule_id, found in hits.items() if rule_id in active_ids for h in found]
-        draft_hits = [h for rule_id, found in hits.items() if rule_id not in active_ids for h in found]
-        if bool(active_hits) == bool(draft_hits):
-            continue
-        if _routes(_passing(diff.shared, low, seen), body, parts, finder, cache):
+        active_hits, draft_hits, both = _side_hits(order.compiled, body, spans, finder, cache)
+        order.decided(both, pattern_of)
+        if not active_hits and not draft_hits:
+            continue  # routed under both sets, or under neither
+        if shared.rules and _routes(shared, body, spans, finder, cache):
             continue  # an unchanged rule routes it under both sets
         kind = "added" if draft_hits else "removed"
         counts.by_kind[kind] += 1
-        found = sorted(draft_hits or active_hits, key=lambda h: (h.start, h.end, h.code))
+        # the order of the rules' own lists (by engine id) breaks ties, as it always has
+        found = sorted(draft_hits or active_hits, key=lambda h: (h.start, h.end, h.code, abs(h.rule_id)))
         changes.append(Change(message_id, kind, tuple(found)))
     return changes

@@ -289,3 +289,27 @@ def test_a_window_edit_of_a_rule_without_context_terms_is_reported_but_not_scann
     assert [r.code for r in diff.active_only] == ["RF-1"] and [r.code for r in diff.draft_only] == ["RF-1"]
     assert [r.code for r in diff.shared] == ["GR-1"]
     assert diff.changed_codes == {"added": [], "removed": [], "changed": ["GR-1", "RF-1"]}
+
+
+def test_the_order_the_scan_tries_the_rules_in_changes_no_result(db, monkeypatch):
+    # given: a draft whose every context rule hits a little more, so that most messages with a hit
+    # are routed under both sets and the scan stops at the first pair of rules that shows it
+    from monitoring.bench_backtest import drafts
+    from scoring import backtest
+    from scoring.selectors import active_rule_set, rule_spec_of
+
+    active_set = active_rule_set()
+    active = [rule_spec_of(r, active_set.version) for r in active_set.rules.all() if r.enabled]
+    draft = drafts(active)["all"]
+    texts = dict(enumerate(_texts(), start=1))
+    expected = _routing_by_full_match(texts, active, draft)
+
+    for every in (1, 7, 10_000):  # reorder after every candidate, now and then, never
+        monkeypatch.setattr(backtest._Order, "EVERY", every)
+        # when
+        found = scan(texts.items(), rule_diff(active, draft), segments_of=lambda ids: {})
+
+        # then
+        got = {c.message_id: (c.kind, {(h.code, h.start, h.end) for h in c.hits}) for c in found}
+        assert got == expected, every
+    assert expected
