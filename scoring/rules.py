@@ -358,6 +358,33 @@ def _in_context(text: str, index: _WordIndex, rule: _CompiledRule, start: int, e
     return False
 
 
+def _in_context_cached(
+    cache: dict, text: str, index: _WordIndex, rule: _CompiledRule, start: int, end: int
+) -> bool:
+    """_in_context, shared by the rules with the same context terms that found the same match (the
+    backtest: a rule and its copy with another window). A term within w words is within any wider
+    window too, so what one window found answers for the others: the widest window known to find
+    nothing, the narrowest known to find a term."""
+    key = ("context", rule.context.pattern, start, end)  # type: ignore[union-attr]
+    window = rule.spec.context_window
+    known = cache.get(key)
+    if known is not None:
+        nothing_up_to, found_from = known
+        if window <= nothing_up_to:
+            return False
+        if window >= found_from:
+            return True
+    else:
+        nothing_up_to, found_from = 0, 1 << 62
+    found = _in_context(text, index, rule, start, end)
+    if found:
+        found_from = min(found_from, window)
+    else:
+        nothing_up_to = max(nothing_up_to, window)
+    cache[key] = (nothing_up_to, found_from)
+    return found
+
+
 def iter_hits(
     text: str,
     compiled: CompiledRules,
@@ -396,7 +423,9 @@ def iter_hits(
                         cache[key] = _guarded(folded, index, start, end)
                     if cache[key]:
                         continue
-                if rule.context is not None and not _in_context(folded, index, rule, start, end):
+                if rule.context is not None and not _in_context_cached(
+                    cache, folded, index, rule, start, end
+                ):
                     continue
             yield RuleHit(
                 rule_id=spec.rule_id,

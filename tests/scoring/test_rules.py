@@ -322,3 +322,33 @@ def test_context_terms_find_the_same_matches_as_the_plain_alternation_of_the_ter
             for hi in range(lo, len(text) + 1, 3):
                 got, want = context.search(text, lo, hi), plain.search(text, lo, hi)
                 assert (got and got.span()) == (want and want.span()), (terms, lo, hi)
+
+
+def test_rules_that_differ_only_in_their_window_hit_as_each_would_alone():
+    # given: one pattern and context terms with many windows, matched together (they share each
+    # match's context verdicts) and each alone
+    windows = [12, 1, 3, 2, 8, 5, 30, 4]
+    specs = [
+        rule(
+            r"\bwill\s+double\b",
+            rule_id=i,
+            context=("stock*", "a penny"),
+            window=w,
+            negation_guard=i % 2 == 0,
+        )
+        for i, w in enumerate(windows, start=1)
+    ]
+    texts = [
+        "stock " + "w " * n + "it will double" + " v" * m + " a  penny. Not that it will double."
+        for n in range(0, 14, 3)
+        for m in range(0, 14, 4)
+    ]
+    outcomes = set()
+    for text in texts:
+        # when
+        together = sorted((h.rule_id, h.start, h.end) for h in match(text, compile_rules(specs)))
+        alone = sorted((h.rule_id, h.start, h.end) for s in specs for h in match(text, compile_rules([s])))
+        # then
+        assert together == alone, text
+        outcomes.add(frozenset(h[0] for h in together))
+    assert len(outcomes) >= 3  # the windows do decide: different rules hit different texts
