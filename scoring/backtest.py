@@ -511,10 +511,20 @@ def scan(
     *,
     segments_of: Callable[[list[int]], Mapping[int, Sequence[Mapping] | None]],
     counts: ScanCounts | None = None,
+    helper=None,
+    helper_share: float = 0.5,
 ) -> list[Change]:
-    """The changes among `rows` ((message id, body), one chunk at a time). `segments_of(ids)` gives
-    the stored routing parts of the candidate messages (one call per chunk)."""
+    """The changes among `rows` ((message id, body), one chunk at a time, in id order).
+    `segments_of(ids)` gives the stored routing parts of the candidate messages (one call per
+    chunk).
+
+    With a `helper` (scoring.backtest_helper.ScanHelper, for the same two rule sets), the last
+    `helper_share` of a chunk's candidates are matched in the helper's process while this one
+    matches the others and then reads the next chunk: their changes come back from the next call,
+    and the last chunk's from `helper.collect(counts)`; the caller sorts the changes by id (the
+    order they have without a helper)."""
     counts = counts if counts is not None else ScanCounts()
+    changes = helper.collect(counts) if helper is not None else []
     candidates: list[tuple[int, str, str, dict]] = []
     for message_id, body in rows:
         counts.messages += 1
@@ -523,18 +533,40 @@ def scan(
         if any(_passes(rule, low, seen) for rule in diff.changed):
             candidates.append((message_id, body, low, seen))
     if not candidates:
-        return []
+        return changes
     counts.candidates += len(candidates)
     segments = segments_of([c[0] for c in candidates])
+    keep = len(candidates) if helper is None else round(len(candidates) * (1 - helper_share))
+    if keep < len(candidates):
+        helper.submit([(c[0], c[1], segments.get(c[0])) for c in candidates[keep:]])
+    changes += _match(
+        ((i, body, low, seen, segments.get(i)) for i, body, low, seen in candidates[:keep]), diff, counts
+    )
+    return changes
+
+
+def match_candidates(
+    batch: Iterable[tuple[int, str, Sequence[Mapping] | None]], diff: RuleDiff, counts: ScanCounts
+) -> list[Change]:
+    """The changes among candidate messages ((message id, body, stored routing parts)): the
+    matching half of `scan`, for scoring.backtest_helper."""
+    return _match(((i, body, prefilter_text(body), {}, parts) for i, body, parts in batch), diff, counts)
+
+
+def _match(
+    candidates: Iterable[tuple[int, str, str, dict, Sequence[Mapping] | None]],
+    diff: RuleDiff,
+    counts: ScanCounts,
+) -> list[Change]:
     starts = diff.starts
     rules = {id(r.compiled.rules[0]): r for r in (*diff.changed, *diff.shared)}
     pattern_of = {r.compiled.rules[0].spec.rule_id: r.compiled.rules[0].spec.pattern for r in diff.changed}
     shared = CompiledRules(rules=tuple(r.compiled.rules[0] for r in diff.shared))
     order = _Order(diff.changed)
     changes = []
-    for message_id, body, low, seen in candidates:
+    for message_id, body, low, seen, parts in candidates:
         counts.full_matches += 1
-        spans = _routing_spans(segments.get(message_id))
+        spans = _routing_spans(parts)
         # anchors are found in the lower-cased text, which has the text's offsets when it is ASCII
         finder = _Finder(low if body.isascii() else None, starts, rules, low, seen)
         cache: dict = {}  # words around a match, and its negation check, shared by the rules

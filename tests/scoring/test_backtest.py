@@ -9,6 +9,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from scoring.backtest import (
     ASCII_CASE_TWINS,
     AllOf,
@@ -313,3 +315,47 @@ def test_the_order_the_scan_tries_the_rules_in_changes_no_result(db, monkeypatch
         got = {c.message_id: (c.kind, {(h.code, h.start, h.end) for h in c.hits}) for c in found}
         assert got == expected, every
     assert expected
+
+
+def test_a_scan_split_with_a_helper_process_finds_the_same_changes(db):
+    from monitoring.bench_backtest import drafts
+    from scoring.backtest_helper import ScanHelper
+    from scoring.selectors import active_rule_set, rule_spec_of
+
+    active_set = active_rule_set()
+    active = [rule_spec_of(r, active_set.version) for r in active_set.rules.all() if r.enabled]
+    texts = list(enumerate(_texts(), start=1))
+    parts = {i: [{"start": 0, "end": len(t) // 2, "routes": True}] for i, t in texts if i % 3 == 0}
+
+    def segments_of(ids):
+        return {i: parts.get(i) for i in ids}
+
+    for name, draft in drafts(active).items():
+        diff = rule_diff(active, draft)
+        alone, split = ScanCounts(), ScanCounts()
+        expected = []
+        for start in range(0, len(texts), 250):
+            expected += scan(texts[start : start + 250], diff, segments_of=segments_of, counts=alone)
+        # when: every chunk's last half is matched by the helper, collected on the next call
+        with ScanHelper(active, draft) as helper:
+            found = []
+            for start in range(0, len(texts), 250):
+                found += scan(
+                    texts[start : start + 250], diff, segments_of=segments_of, counts=split, helper=helper
+                )
+            found += helper.collect(split)
+        found.sort(key=lambda change: change.message_id)
+        # then
+        assert found == expected and expected, name
+        assert dataclasses.asdict(split) == dataclasses.asdict(alone), name
+
+
+def test_a_failure_in_the_helper_process_is_raised_in_the_parent():
+    from scoring.backtest_helper import ScanHelper
+
+    with ScanHelper(ACTIVE, DRAFT) as helper:
+        helper.submit([(1, None, None)])  # not a text
+        with pytest.raises(RuntimeError, match="helper failed"):
+            helper.collect(ScanCounts())
+        helper.submit([(2, "This stock will double by March.", None)])  # and it carries on
+        assert [c.message_id for c in helper.collect(ScanCounts())] == [2]
