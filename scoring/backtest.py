@@ -1,14 +1,15 @@
 """The rule backtest's engine, pure (no Django): which stored messages a draft rule set would route
 that the active rules do not, and the reverse, fast enough for a million messages.
 
-Three ideas make it fast (bench_rules --backtest measures them):
+These ideas make it fast (bench_rules --backtest measures them):
 
 1. **Only what changed is matched.** A rule with the same code, claim type, pattern, context terms,
    window and negation guard in both sets finds the same hits in both, so it cannot change a
-   message's routing on its own. Every message is checked against the changed rules only (those of
-   the active set that the draft changes or drops, and those of the draft that are new or changed);
-   the unchanged rules are matched only on a message a changed rule hit, to learn whether it is
-   routed by rules anyway.
+   message's routing on its own; nor can an edit of the window of a rule without context terms
+   (the window is never read then). Every message is checked against the changed rules only
+   (those of the active set that the draft changes or drops, and those of the draft that are new
+   or changed); the unchanged rules are matched only on a message a changed rule hit, to learn
+   whether it is routed by rules anyway.
 2. **A literal prefilter before the full match.** From each changed rule's regular expression the
    engine derives the literal text any match must contain (`required`: an AND/OR of literals from
    the parsed pattern, as code-search prefilters do; a context rule also needs one of its context
@@ -23,9 +24,17 @@ Three ideas make it fast (bench_rules --backtest measures them):
    (`regex.match(text, i)`) only where one occurs in the lower-cased text, which finds exactly the
    matches `finditer` finds (tests/scoring/test_backtest.py checks it on the corpus).
 5. **What two rules share is done once per message.** A pattern both sides have (a rule the draft
-   edits only in its guards) is searched once; the words around a match and its negation check
-   are shared by the rules that found it (scoring.rules indexes only the words around a match);
-   equal prefilters are evaluated once.
+   edits only in its guards) is searched once; the words around a match, its negation check and
+   its context verdicts (a term within a window is within any wider one) are shared by the rules
+   that found it (scoring.rules indexes only the words around a match); equal prefilters are
+   evaluated once.
+6. **A message both sets route stops at the first pair that shows it.** The changed rules are
+   tried pattern by pattern (a rule and its edited copy together), the patterns that most often
+   decided a message first, each rule's prefilter checked only when it is reached; as soon as
+   both sides have a routing hit the message cannot change and the rest is skipped.
+7. **Two processes for a large backtest.** With a helper (scoring.backtest_helper, a subprocess),
+   half of each chunk's candidates are matched there while this process matches the other half
+   and reads the next chunk.
 
 Routing by rules = at least one routing hit of an enabled rule. The engine reports each message
 whose routing by rules differs, with the hits that make the difference.
