@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -183,7 +183,13 @@ def _bodies(messages) -> Iterator[list[tuple[int, str]]]:
     ids = list(messages.order_by("id").values_list("id", flat=True))
     for start in range(0, len(ids), CHUNK):
         part = ids[start : start + CHUNK]
-        yield list(Message.objects.filter(pk__in=part).order_by("id").values_list("id", "body"))
+        chunk = Message.objects.filter(pk__in=part).order_by("id").values_list("id", "body")
+        # the ORM's query, its rows as the driver gives them: an integer and a text need no
+        # conversion, and the per-row work of values_list was a third of this process's reading
+        sql, params = chunk.query.sql_with_params()
+        with connections[chunk.db].cursor() as cursor:
+            cursor.execute(sql, params)
+            yield cursor.fetchall()
 
 
 def _segments_of(ids: list[int]) -> dict[int, Any]:
