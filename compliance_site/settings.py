@@ -632,6 +632,10 @@ CELERY_BEAT_SCHEDULE["sweep-backtests"] = {
     "schedule": BACKTEST_STUCK_AFTER_SECONDS,
     "options": {"expires": BACKTEST_STUCK_AFTER_SECONDS},
 }
+# A backtest of at least this many messages matches them in two processes (a helper subprocess
+# takes part of each chunk: scoring.backtest_helper); 0 turns the helper off. Below it, starting
+# a process costs more than it saves.
+BACKTEST_HELPER_MIN_MESSAGES = env_int("BACKTEST_HELPER_MIN_MESSAGES", 10_000, minimum=0)
 
 LOGGING = {
     "version": 1,

@@ -4,7 +4,9 @@ nothing behind, and the backtest of a draft against the active rules is timed on
 
 Two drafts: "few" (what an edit usually is: one rule added, one context rule added, one rule
 dropped) and "all" (every rule's context window changed: the prefilter spares few of these bodies,
-so it times the matching itself, with the anchors and what the two sides share)."""
+so it times the matching itself, with the anchors and what the two sides share). Six of the
+seeded rules have no context terms, so their window edit cannot change a hit and the scan treats
+them as unchanged (scoring.backtest.rule_diff); the nine context rules are matched on both sides."""
 
 from __future__ import annotations
 

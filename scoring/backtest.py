@@ -1,14 +1,15 @@
 """The rule backtest's engine, pure (no Django): which stored messages a draft rule set would route
 that the active rules do not, and the reverse, fast enough for a million messages.
 
-Three ideas make it fast (bench_rules --backtest measures them):
+These ideas make it fast (bench_rules --backtest measures them):
 
 1. **Only what changed is matched.** A rule with the same code, claim type, pattern, context terms,
    window and negation guard in both sets finds the same hits in both, so it cannot change a
-   message's routing on its own. Every message is checked against the changed rules only (those of
-   the active set that the draft changes or drops, and those of the draft that are new or changed);
-   the unchanged rules are matched only on a message a changed rule hit, to learn whether it is
-   routed by rules anyway.
+   message's routing on its own; nor can an edit of the window of a rule without context terms
+   (the window is never read then). Every message is checked against the changed rules only
+   (those of the active set that the draft changes or drops, and those of the draft that are new
+   or changed); the unchanged rules are matched only on a message a changed rule hit, to learn
+   whether it is routed by rules anyway.
 2. **A literal prefilter before the full match.** From each changed rule's regular expression the
    engine derives the literal text any match must contain (`required`: an AND/OR of literals from
    the parsed pattern, as code-search prefilters do; a context rule also needs one of its context
@@ -23,9 +24,17 @@ Three ideas make it fast (bench_rules --backtest measures them):
    (`regex.match(text, i)`) only where one occurs in the lower-cased text, which finds exactly the
    matches `finditer` finds (tests/scoring/test_backtest.py checks it on the corpus).
 5. **What two rules share is done once per message.** A pattern both sides have (a rule the draft
-   edits only in its guards) is searched once; the words around a match and its negation check
-   are shared by the rules that found it (scoring.rules indexes only the words around a match);
-   equal prefilters are evaluated once.
+   edits only in its guards) is searched once; the words around a match, its negation check and
+   its context verdicts (a term within a window is within any wider one) are shared by the rules
+   that found it (scoring.rules indexes only the words around a match); equal prefilters are
+   evaluated once.
+6. **A message both sets route stops at the first pair that shows it.** The changed rules are
+   tried pattern by pattern (a rule and its edited copy together), the patterns that most often
+   decided a message first, each rule's prefilter checked only when it is reached; as soon as
+   both sides have a routing hit the message cannot change and the rest is skipped.
+7. **Two processes for a large backtest.** With a helper (scoring.backtest_helper, a subprocess),
+   half of each chunk's candidates are matched there while this process matches the other half
+   and reads the next chunk.
 
 Routing by rules = at least one routing hit of an enabled rule. The engine reports each message
 whose routing by rules differs, with the hits that make the difference.
@@ -289,6 +298,15 @@ def rule_key(spec: RuleSpec) -> tuple:
     )
 
 
+def _effective_key(spec: RuleSpec) -> tuple:
+    """`rule_key` less what cannot change a hit: the context window of a rule without context
+    terms is never read (iter_hits looks `NEGATION_WINDOW` words back for the negation guard
+    whatever the window), so a draft that edits only that window changes nothing the scan could
+    find; the rule is matched as a shared one."""
+    key = rule_key(spec)
+    return key if spec.context_terms else (*key[:4], None, *key[5:])
+
+
 @dataclass(frozen=True)
 class _Rule:
     compiled: CompiledRules  # this one rule
@@ -319,6 +337,7 @@ class RuleDiff:
     active_only: tuple[_Rule, ...]
     draft_only: tuple[_Rule, ...]
     shared: tuple[_Rule, ...]
+    edited: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())  # codes, by rule_key
 
     @property
     def starts(self) -> dict[str, tuple[str, ...] | None]:
@@ -328,10 +347,26 @@ class RuleDiff:
             for r in (*self.active_only, *self.draft_only, *self.shared)
         }
 
+    @functools.cached_property
+    def changed(self) -> tuple[_Rule, ...]:
+        """The changed rules of both sides, each draft rule right after the active rule with the
+        same pattern (an edit of its guards), so that a message both sides route is known as soon
+        as one pair of rules has hit it (see scan)."""
+        ordered: list[_Rule] = []
+        pending = list(self.draft_only)
+        for rule in self.active_only:
+            ordered.append(rule)
+            pattern = rule.compiled.rules[0].spec.pattern
+            twins = [d for d in pending if d.compiled.rules[0].spec.pattern == pattern]
+            ordered += twins
+            pending = [d for d in pending if d not in twins]
+        return (*ordered, *pending)
+
     @property
     def changed_codes(self) -> dict[str, list[str]]:
-        active = {r.code for r in self.active_only}
-        draft = {r.code for r in self.draft_only}
+        """The codes the draft adds, removes and changes, as edited (by `rule_key`: an edit that
+        cannot change a hit, which the scan treats as shared, is still an edit)."""
+        active, draft = self.edited
         return {
             "added": sorted(draft - active),
             "removed": sorted(active - draft),
@@ -340,13 +375,20 @@ class RuleDiff:
 
 
 def rule_diff(active: Sequence[RuleSpec], draft: Sequence[RuleSpec]) -> RuleDiff:
-    """Compare the enabled rules of two sets."""
-    active_keys = {rule_key(s) for s in active}
-    draft_keys = {rule_key(s) for s in draft}
+    """Compare the enabled rules of two sets: a rule is changed when it can hit differently
+    (`_effective_key`)."""
+    active_keys = {_effective_key(s) for s in active}
+    draft_keys = {_effective_key(s) for s in draft}
+    edited_active = {rule_key(s) for s in active}
+    edited_draft = {rule_key(s) for s in draft}
     return RuleDiff(
-        active_only=_prepared((s for s in active if rule_key(s) not in draft_keys), sign=1),
-        draft_only=_prepared((s for s in draft if rule_key(s) not in active_keys), sign=-1),
-        shared=_prepared((s for s in draft if rule_key(s) in active_keys), sign=-1),
+        active_only=_prepared((s for s in active if _effective_key(s) not in draft_keys), sign=1),
+        draft_only=_prepared((s for s in draft if _effective_key(s) not in active_keys), sign=-1),
+        shared=_prepared((s for s in draft if _effective_key(s) in active_keys), sign=-1),
+        edited=(
+            frozenset(s.code for s in active if rule_key(s) not in edited_draft),
+            frozenset(s.code for s in draft if rule_key(s) not in edited_active),
+        ),
     )
 
 
@@ -370,68 +412,106 @@ class ScanCounts:
     by_kind: dict[str, int] = field(default_factory=lambda: {"added": 0, "removed": 0})
 
 
-def _routing(hits: list[RuleHit], segments: Sequence[Mapping] | None) -> list[RuleHit]:
-    """The hits inside a routing part (stored segments with `routes`); all hits without parts."""
-    if not hits or not segments:
-        return hits
-    spans = [(s["start"], s["end"]) for s in segments if s.get("routes")]
-    return [h for h in hits if any(start <= h.start and h.end <= end for start, end in spans)]
-
-
-def _passing(rules: Iterable[_Rule], low: str, seen: dict | None = None) -> list[_Rule]:
-    """The rules whose prefilter `low` passes; `seen` shares the verdicts of equal prefilters (a
+def _passes(rule: _Rule, low: str, seen: dict) -> bool:
+    """Whether `low` passes the rule's prefilter; `seen` shares the verdicts of equal prefilters (a
     rule and its edited copy often have the same literals)."""
-    seen = {} if seen is None else seen
-    kept = []
-    for rule in rules:
-        if rule.passes is None:
-            kept.append(rule)
-            continue
-        verdict = seen.get(rule.passes)
-        if verdict is None:
-            verdict = seen[rule.passes] = rule.passes(low)
-        if verdict:
-            kept.append(rule)
-    return kept
+    if rule.passes is None:
+        return True
+    verdict = seen.get(rule.passes)
+    if verdict is None:
+        verdict = seen[rule.passes] = rule.passes(low)
+    return verdict
 
 
 class _Finder:
     """The regular-expression matches of one text, found once per pattern (a rule the draft changes
-    only in its guards has the same matches on both sides) and only where an anchor occurs."""
+    only in its guards has the same matches on both sides) and only where an anchor occurs. A rule
+    whose prefilter the text fails has no matches: the prefilter is checked only for the rules
+    the scan gets to (a message both sides route is decided by the first pair that hits it)."""
 
-    def __init__(self, low: str | None, starts: Mapping[str, tuple[str, ...] | None]) -> None:
+    def __init__(
+        self,
+        low: str | None,
+        starts: Mapping[str, tuple[str, ...] | None],
+        rules: Mapping[int, _Rule],
+        prefiltered: str,
+        seen: dict,
+    ) -> None:
         self.low, self.starts, self.found = low, starts, {}
+        self.rules, self.prefiltered, self.seen = rules, prefiltered, seen
 
-    def __call__(self, rule, folded: str) -> list[re.Match[str]]:
+    def __call__(self, rule, folded: str) -> Sequence[re.Match[str]]:
+        if not _passes(self.rules[id(rule)], self.prefiltered, self.seen):
+            return ()
         pattern = rule.spec.pattern
         if pattern not in self.found:
             self.found[pattern] = anchored_matches(rule.regex, self.starts.get(pattern), folded, self.low)
         return self.found[pattern]
 
 
-def _routes(rules: Sequence[_Rule], body: str, segments, finder: _Finder, cache: dict) -> bool:
-    """Whether any of `rules` has a routing hit, stopping at the first."""
-    if not rules:
-        return False
-    compiled = CompiledRules(rules=tuple(r.compiled.rules[0] for r in rules))
-    spans = [(s["start"], s["end"]) for s in segments if s.get("routes")] if segments else None
+def _routing_spans(segments) -> list[tuple[int, int]] | None:
+    """The routing parts (stored segments with `routes`); None: the whole text routes."""
+    return [(s["start"], s["end"]) for s in segments if s.get("routes")] if segments else None
+
+
+def _routes(compiled: CompiledRules, body: str, spans, finder: _Finder, cache: dict) -> bool:
+    """Whether any of `compiled` has a routing hit, stopping at the first."""
     for hit in iter_hits(body, compiled, finder=finder, cache=cache):
         if spans is None or any(start <= hit.start and hit.end <= end for start, end in spans):
             return True
     return False
 
 
-def _hits(
-    rules: Sequence[_Rule], body: str, segments, finder: _Finder, cache: dict
-) -> dict[int, list[RuleHit]]:
-    """Routing hits of `rules` on `body` by rule id (one word index for all of them)."""
-    if not rules:
-        return {}
-    compiled = CompiledRules(rules=tuple(r.compiled.rules[0] for r in rules))
-    by_rule: dict[int, list[RuleHit]] = {}
-    for hit in _routing(list(iter_hits(body, compiled, finder=finder, cache=cache)), segments):
-        by_rule.setdefault(hit.rule_id, []).append(hit)
-    return by_rule
+def _side_hits(
+    compiled: CompiledRules, body: str, spans, finder: _Finder, cache: dict
+) -> tuple[list[RuleHit], list[RuleHit], RuleHit | None]:
+    """The routing hits of `compiled` (changed rules of both sides, engine ids: positive for the
+    active set's) on `body`, as (active, draft, None); as soon as both sides have one, since such
+    a message routes under both sets, ([], [], the hit that showed it)."""
+    active: list[RuleHit] = []
+    draft: list[RuleHit] = []
+    for hit in iter_hits(body, compiled, finder=finder, cache=cache):
+        if spans is not None and not any(start <= hit.start and hit.end <= end for start, end in spans):
+            continue
+        (active if hit.rule_id > 0 else draft).append(hit)
+        if active and draft:
+            return [], [], hit
+    return active, draft, None
+
+
+class _Order:
+    """The changed rules in the order the scan tries them: pattern by pattern (a rule and its edited
+    copy together), the patterns that most often showed a message routed under both sets first,
+    so that such a message costs one pattern search, not all of them. The order changes which
+    rules are tried, never what a changed message reports (its hits are sorted)."""
+
+    EVERY = 64  # candidates between two reorderings
+
+    def __init__(self, rules: Sequence[_Rule]) -> None:
+        self.groups: list[list[_Rule]] = []
+        for rule in rules:
+            if (
+                self.groups
+                and self.groups[-1][0].compiled.rules[0].spec.pattern == rule.compiled.rules[0].spec.pattern
+            ):
+                self.groups[-1].append(rule)
+            else:
+                self.groups.append([rule])
+        self.wins: dict[str, int] = {}
+        self.seen = 0
+        self.compiled = self._compiled()
+
+    def _compiled(self) -> CompiledRules:
+        return CompiledRules(rules=tuple(r.compiled.rules[0] for group in self.groups for r in group))
+
+    def decided(self, hit: RuleHit | None, pattern_of: Mapping[int, str]) -> None:
+        if hit is not None:
+            pattern = pattern_of[hit.rule_id]
+            self.wins[pattern] = self.wins.get(pattern, 0) + 1
+        self.seen += 1
+        if self.seen % self.EVERY == 0:
+            self.groups.sort(key=lambda g: -self.wins.get(g[0].compiled.rules[0].spec.pattern, 0))
+            self.compiled = self._compiled()
 
 
 def scan(
@@ -440,40 +520,74 @@ def scan(
     *,
     segments_of: Callable[[list[int]], Mapping[int, Sequence[Mapping] | None]],
     counts: ScanCounts | None = None,
+    helper=None,
+    helper_share: float = 0.5,
 ) -> list[Change]:
-    """The changes among `rows` ((message id, body), one chunk at a time). `segments_of(ids)` gives
-    the stored routing parts of the candidate messages (one call per chunk)."""
+    """The changes among `rows` ((message id, body), one chunk at a time, in id order).
+    `segments_of(ids)` gives the stored routing parts of the candidate messages (one call per
+    chunk).
+
+    With a `helper` (scoring.backtest_helper.ScanHelper, for the same two rule sets), the last
+    `helper_share` of a chunk's candidates are matched in the helper's process while this one
+    matches the others and then reads the next chunk: their changes come back from the next call,
+    and the last chunk's from `helper.collect(counts)`; the caller sorts the changes by id (the
+    order they have without a helper)."""
     counts = counts if counts is not None else ScanCounts()
-    candidates: list[tuple[int, str, str, list[_Rule], dict]] = []
+    changes = helper.collect(counts) if helper is not None else []
+    candidates: list[tuple[int, str, str, dict]] = []
     for message_id, body in rows:
         counts.messages += 1
         low = prefilter_text(body)
         seen: dict = {}
-        changed = _passing(diff.active_only, low, seen) + _passing(diff.draft_only, low, seen)
-        if changed:
-            candidates.append((message_id, body, low, changed, seen))
+        if any(_passes(rule, low, seen) for rule in diff.changed):
+            candidates.append((message_id, body, low, seen))
     if not candidates:
-        return []
+        return changes
     counts.candidates += len(candidates)
     segments = segments_of([c[0] for c in candidates])
-    active_ids = {r.compiled.rules[0].spec.rule_id for r in diff.active_only}
+    keep = len(candidates) if helper is None else round(len(candidates) * (1 - helper_share))
+    if keep < len(candidates):
+        helper.submit([(c[0], c[1], segments.get(c[0])) for c in candidates[keep:]])
+    changes += _match(
+        ((i, body, low, seen, segments.get(i)) for i, body, low, seen in candidates[:keep]), diff, counts
+    )
+    return changes
+
+
+def match_candidates(
+    batch: Iterable[tuple[int, str, Sequence[Mapping] | None]], diff: RuleDiff, counts: ScanCounts
+) -> list[Change]:
+    """The changes among candidate messages ((message id, body, stored routing parts)): the
+    matching half of `scan`, for scoring.backtest_helper."""
+    return _match(((i, body, prefilter_text(body), {}, parts) for i, body, parts in batch), diff, counts)
+
+
+def _match(
+    candidates: Iterable[tuple[int, str, str, dict, Sequence[Mapping] | None]],
+    diff: RuleDiff,
+    counts: ScanCounts,
+) -> list[Change]:
     starts = diff.starts
+    rules = {id(r.compiled.rules[0]): r for r in (*diff.changed, *diff.shared)}
+    pattern_of = {r.compiled.rules[0].spec.rule_id: r.compiled.rules[0].spec.pattern for r in diff.changed}
+    shared = CompiledRules(rules=tuple(r.compiled.rules[0] for r in diff.shared))
+    order = _Order(diff.changed)
     changes = []
-    for message_id, body, low, changed, seen in candidates:
+    for message_id, body, low, seen, parts in candidates:
         counts.full_matches += 1
-        parts = segments.get(message_id)
+        spans = _routing_spans(parts)
         # anchors are found in the lower-cased text, which has the text's offsets when it is ASCII
-        finder = _Finder(low if body.isascii() else None, starts)
+        finder = _Finder(low if body.isascii() else None, starts, rules, low, seen)
         cache: dict = {}  # words around a match, and its negation check, shared by the rules
-        hits = _hits(changed, body, parts, finder, cache)
-        active_hits = [h for rule_id, found in hits.items() if rule_id in active_ids for h in found]
-        draft_hits = [h for rule_id, found in hits.items() if rule_id not in active_ids for h in found]
-        if bool(active_hits) == bool(draft_hits):
-            continue
-        if _routes(_passing(diff.shared, low, seen), body, parts, finder, cache):
+        active_hits, draft_hits, both = _side_hits(order.compiled, body, spans, finder, cache)
+        order.decided(both, pattern_of)
+        if not active_hits and not draft_hits:
+            continue  # routed under both sets, or under neither
+        if shared.rules and _routes(shared, body, spans, finder, cache):
             continue  # an unchanged rule routes it under both sets
         kind = "added" if draft_hits else "removed"
         counts.by_kind[kind] += 1
-        found = sorted(draft_hits or active_hits, key=lambda h: (h.start, h.end, h.code))
+        # the order of the rules' own lists (by engine id) breaks ties, as it always has
+        found = sorted(draft_hits or active_hits, key=lambda h: (h.start, h.end, h.code, abs(h.rule_id)))
         changes.append(Change(message_id, kind, tuple(found)))
     return changes

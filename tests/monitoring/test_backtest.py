@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from monitoring.backtest import rule_backtest_now, rule_backtest_request, rule_backtest_run
+from scoring.backtest_helper import ScanHelper
 from scoring.errors import RuleSetError
 from scoring.models import RuleSet, RuleSetBacktest
 from scoring.selectors import clear_compiled_rules_cache
@@ -447,3 +448,30 @@ def test_the_backtest_reads_the_period_in_chunks_with_the_same_figures_and_risin
     assert sorted(s["external_id"] for s in chunked["sample"]) == sorted(
         s["external_id"] for s in whole.results["sample"]
     )
+
+
+def test_a_backtest_matched_in_two_processes_has_the_same_figures(
+    draft, stored, staff_admin, monkeypatch, settings
+):
+    import monitoring.backtest as engine
+
+    # given: the figures of the one-process scan
+    whole = rule_backtest_run(backtest_id=rule_backtest_request(draft=draft, user=staff_admin, days=30).pk)
+    # when: every chunk of two messages is split with a helper process
+    settings.BACKTEST_HELPER_MIN_MESSAGES = 1
+    monkeypatch.setattr(engine, "CHUNK", 2)
+    started = []
+    monkeypatch.setattr(engine, "ScanHelper", lambda *a: started.append(a) or ScanHelper(*a))
+    split = engine.backtest_compute(
+        active=engine.set_specs(whole.active),
+        draft=engine.draft_specs(whole.draft),
+        since=whole.since,
+        until=whole.until,
+    )
+    # then
+    assert len(started) == 1
+    for key in ("messages", "added", "removed", "by_rule", "by_claim_type", "queue_change_per_day"):
+        assert split[key] == whole.results[key], key
+    assert [s["external_id"] for s in split["sample"]] == [s["external_id"] for s in whole.results["sample"]]
+    assert split["scan"]["candidates"] == whole.results["scan"]["candidates"]
+    assert whole.results["added"]["messages"] and whole.results["removed"]["messages"]

@@ -9,6 +9,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from scoring.backtest import (
     ASCII_CASE_TWINS,
     AllOf,
@@ -272,3 +274,88 @@ def test_the_seeded_rules_hit_the_same_spans_with_the_words_around_a_match_as_wi
         assert got == _hits_with_a_whole_text_word_index(text, specs), text
         hit += bool(got)
     assert hit > 100
+
+
+def test_a_window_edit_of_a_rule_without_context_terms_is_reported_but_not_scanned_as_a_change():
+    # given: the window is read only for context terms, so GR-1's edit cannot change a hit
+    active = [
+        spec("GR-1", r"guaranteed\s+returns?"),
+        spec("RF-1", r"risk[- ]?free", context_terms=("invest*",)),
+    ]
+    draft = [dataclasses.replace(s, context_window=s.context_window + 4) for s in active]
+
+    # when
+    diff = rule_diff(active, draft)
+
+    # then: RF-1's edit can change hits, GR-1's cannot; both are edits the draft made
+    assert [r.code for r in diff.active_only] == ["RF-1"] and [r.code for r in diff.draft_only] == ["RF-1"]
+    assert [r.code for r in diff.shared] == ["GR-1"]
+    assert diff.changed_codes == {"added": [], "removed": [], "changed": ["GR-1", "RF-1"]}
+
+
+def test_the_order_the_scan_tries_the_rules_in_changes_no_result(db, monkeypatch):
+    # given: a draft whose every context rule hits a little more, so that most messages with a hit
+    # are routed under both sets and the scan stops at the first pair of rules that shows it
+    from monitoring.bench_backtest import drafts
+    from scoring import backtest
+    from scoring.selectors import active_rule_set, rule_spec_of
+
+    active_set = active_rule_set()
+    active = [rule_spec_of(r, active_set.version) for r in active_set.rules.all() if r.enabled]
+    draft = drafts(active)["all"]
+    texts = dict(enumerate(_texts(), start=1))
+    expected = _routing_by_full_match(texts, active, draft)
+
+    for every in (1, 7, 10_000):  # reorder after every candidate, now and then, never
+        monkeypatch.setattr(backtest._Order, "EVERY", every)
+        # when
+        found = scan(texts.items(), rule_diff(active, draft), segments_of=lambda ids: {})
+
+        # then
+        got = {c.message_id: (c.kind, {(h.code, h.start, h.end) for h in c.hits}) for c in found}
+        assert got == expected, every
+    assert expected
+
+
+def test_a_scan_split_with_a_helper_process_finds_the_same_changes(db):
+    from monitoring.bench_backtest import drafts
+    from scoring.backtest_helper import ScanHelper
+    from scoring.selectors import active_rule_set, rule_spec_of
+
+    active_set = active_rule_set()
+    active = [rule_spec_of(r, active_set.version) for r in active_set.rules.all() if r.enabled]
+    texts = list(enumerate(_texts(), start=1))
+    parts = {i: [{"start": 0, "end": len(t) // 2, "routes": True}] for i, t in texts if i % 3 == 0}
+
+    def segments_of(ids):
+        return {i: parts.get(i) for i in ids}
+
+    for name, draft in drafts(active).items():
+        diff = rule_diff(active, draft)
+        alone, split = ScanCounts(), ScanCounts()
+        expected = []
+        for start in range(0, len(texts), 250):
+            expected += scan(texts[start : start + 250], diff, segments_of=segments_of, counts=alone)
+        # when: every chunk's last half is matched by the helper, collected on the next call
+        with ScanHelper(active, draft) as helper:
+            found = []
+            for start in range(0, len(texts), 250):
+                found += scan(
+                    texts[start : start + 250], diff, segments_of=segments_of, counts=split, helper=helper
+                )
+            found += helper.collect(split)
+        found.sort(key=lambda change: change.message_id)
+        # then
+        assert found == expected and expected, name
+        assert dataclasses.asdict(split) == dataclasses.asdict(alone), name
+
+
+def test_a_failure_in_the_helper_process_is_raised_in_the_parent():
+    from scoring.backtest_helper import ScanHelper
+
+    with ScanHelper(ACTIVE, DRAFT) as helper:
+        helper.submit([(1, None, None)])  # not a text
+        with pytest.raises(RuntimeError, match="helper failed"):
+            helper.collect(ScanCounts())
+        helper.submit([(2, "This stock will double by March.", None)])  # and it carries on
+        assert [c.message_id for c in helper.collect(ScanCounts())] == [2]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import string
+
 import pytest
 
 from scoring.rules import NEGATION_WINDOW, RuleError, RuleSpec, compile_rules, match
@@ -287,3 +290,65 @@ def test_a_match_inside_a_very_long_word_or_stretch_falls_back_to_the_whole_text
         got = [(h.rule_id, h.start, h.end) for h in match(text, compile_rules(specs))]
         assert got == _hits_with_a_whole_text_word_index(text, specs), text[:40]
     assert [h.rule_id for h in match(texts[1], compile_rules(specs))] == [2]
+
+
+def test_the_context_terms_look_ahead_lets_through_every_character_a_terms_first_letter_matches():
+    # the look-ahead is a class of the terms' first letters: case-insensitively, each must match
+    # exactly the characters its letter matches as a literal (k: the Kelvin sign too; s: the long s)
+    every_char = "".join(chr(cp) for cp in range(0x10000) if not 0xD800 <= cp < 0xE000)
+    letters = string.ascii_letters + string.digits + string.punctuation + "\u00e9\u00df\u0130\u03c3$\u20ac"
+    for letter in letters:
+        as_class = re.compile(f"[{re.escape(letter)}]", re.IGNORECASE)
+        as_literal = re.compile(re.escape(letter), re.IGNORECASE)
+        assert [m.start() for m in as_class.finditer(every_char)] == [
+            m.start() for m in as_literal.finditer(every_char)
+        ], letter
+
+
+def test_context_terms_find_the_same_matches_as_the_plain_alternation_of_the_terms():
+    from scoring.rules import compile_rule
+
+    text = "Investments, CAPITAL's a  penny; etfs ETF-backed \u00c9PARGNE invest capitalism A Penny ok"
+    cases = {
+        ("invest*", "capital", "a penny", "ETF", "\u00e9pargne"): (
+            r"\binvest[\w'\-]*|\bcapital\b|\ba\s+penny\b|\bETF\b|\b\u00e9pargne\b"
+        ),
+        ("capital", "**"): r"\bcapital\b|\b[\w'\-]*",  # a prefix of nothing: no look-ahead
+    }
+    for terms, alternation in cases.items():
+        context = compile_rule(rule(r"x", context=terms)).context
+        plain = re.compile(alternation, re.IGNORECASE)
+        for lo in range(len(text)):
+            for hi in range(lo, len(text) + 1, 3):
+                got, want = context.search(text, lo, hi), plain.search(text, lo, hi)
+                assert (got and got.span()) == (want and want.span()), (terms, lo, hi)
+
+
+def test_rules_that_differ_only_in_their_window_hit_as_each_would_alone():
+    # given: one pattern and context terms with many windows, matched together (they share each
+    # match's context verdicts) and each alone
+    windows = [12, 1, 3, 2, 8, 5, 30, 4]
+    specs = [
+        rule(
+            r"\bwill\s+double\b",
+            rule_id=i,
+            context=("stock*", "a penny"),
+            window=w,
+            negation_guard=i % 2 == 0,
+        )
+        for i, w in enumerate(windows, start=1)
+    ]
+    texts = [
+        "stock " + "w " * n + "it will double" + " v" * m + " a  penny. Not that it will double."
+        for n in range(0, 14, 3)
+        for m in range(0, 14, 4)
+    ]
+    outcomes = set()
+    for text in texts:
+        # when
+        together = sorted((h.rule_id, h.start, h.end) for h in match(text, compile_rules(specs)))
+        alone = sorted((h.rule_id, h.start, h.end) for s in specs for h in match(text, compile_rules([s])))
+        # then
+        assert together == alone, text
+        outcomes.add(frozenset(h[0] for h in together))
+    assert len(outcomes) >= 3  # the windows do decide: different rules hit different texts
