@@ -37,14 +37,22 @@ run: model
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(VENV)/bin/honcho -f Procfile.dev start
 
+# The whole suite, in three runs: everything but the real model's and the browser tests in
+# TEST_WORKERS processes (pytest-xdist, one torch thread each); the real model's tests in one
+# process with every core (training it is most of the suite's CPU time); the browser tests in one
+# process (one Chromium, Django's async-safety check off while it lives). Marks: tests/conftest.py.
 # --durations: the slowest tests of every run (CI's log included) say where the suite's time goes.
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(PY) -m pytest --durations=30
+	$(PY) -m pytest -n $(TEST_WORKERS) -m "not browser and not trained_model" --durations=30
+	$(PY) -m pytest -m "trained_model and not browser" --durations=10
+	$(PY) -m pytest -m browser --durations=10
 
 # The development loop: everything but the browser tests and the tests that train or load the
-# real model (markers `browser` and `slow`). `make test` stays the whole suite, and is what CI runs.
+# real model (markers `browser` and `slow`), in TEST_WORKERS processes. `make test` stays the
+# whole suite, and is what CI runs.
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not slow and not browser" -q
+	$(PY) -m pytest -n $(TEST_WORKERS) -m "not slow and not browser" -q
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

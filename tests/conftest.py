@@ -11,6 +11,15 @@ from tests.factories import UserFactory
 
 PASSWORD = "correct-horse-battery-staple"
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Under pytest-xdist (make test-fast) each process gets one core's worth of threads: two
+    # processes of two torch threads each on a 2-core CPU made the model tests 5-10x slower.
+    # The variables reach the workers' subprocesses too (celery workers, commands).
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
+    import torch
+
+    torch.set_num_threads(1)
+
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
@@ -105,11 +114,20 @@ from tests.support.models import (  # noqa: E402, F401
 TRAINING_ALLOWANCE_S = 1500
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the marks below are given here
 def pytest_collection_modifyitems(config, items):
     # The browser tests run after all the others, in their collected order: the session's one
     # Chromium (tests/support/browser.py) switches Django's async-safety check off while it lives,
-    # and no other test may run with it off.
+    # and no other test may run with it off. `make test` runs them in a run of their own (-m
+    # browser), so every test that uses the fixture carries the mark.
     in_browser = [i for i in items if i.get_closest_marker("browser") or "browser" in i.fixturenames]
+    for item in in_browser:
+        item.add_marker(pytest.mark.browser)
+    # The tests of the real trained model: `make test` runs them in one process with every core
+    # (training it is most of the suite's CPU time), the rest in parallel before them.
+    for item in items:
+        if "trained_model_artifact" in item.fixturenames:
+            item.add_marker(pytest.mark.trained_model)
     items[:] = [i for i in items if i not in in_browser] + in_browser
     default = int(float(config.getini("timeout") or 0))
     if not default:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from filelock import FileLock
 
 from scoring.classifier.artifacts import save_artifact
 from scoring.classifier.training import TrainConfig, TrainResult, train, train_and_save
@@ -242,8 +243,12 @@ def build_trained_artifact() -> Path:
         pytest.fail(f"The labelled corpus {config.corpus_path} is missing: the real model cannot be trained.")
     cache = trained_cache_dir(config)
     artifact = cache / "trained-claims"
-    if not artifact.is_dir():
-        train_and_save(config, models_dir=cache, version="trained-claims", progress=True)
+    cache.mkdir(parents=True, exist_ok=True)
+    # `make test` runs the suite in two processes (pytest-xdist): the one that takes the lock
+    # trains; another that needs the model meanwhile waits for it and then reads the cache.
+    with FileLock(str(cache) + ".lock"):
+        if not artifact.is_dir():
+            train_and_save(config, models_dir=cache, version="trained-claims", progress=True)
     return artifact
 
 
