@@ -34,6 +34,7 @@ has matched.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -102,6 +103,7 @@ _SENTENCE_END = re.compile(r"[.!?\n]")
 _QUOTE = '"'
 # A word for the guards: letters/digits with inner apostrophes or hyphens ("can't", "risk-free").
 _WORD = re.compile(r"\w+(?:['\-]\w+)*")
+_WORD_SPLIT = re.compile(r"(\w+(?:['\-]\w+)*)")  # _WORD, kept by re.split
 # Same-length folding so that offsets into the folded text are offsets into the original.
 _FOLD = str.maketrans(
     {
@@ -224,9 +226,12 @@ class _WordIndex:
 
     def __init__(self, text: str, lo: int = 0, hi: int | None = None) -> None:
         self.text, self.lo, self.hi = text, lo, len(text) if hi is None else hi
-        spans = [m.span() for m in _WORD.finditer(text, lo, self.hi)]
-        self.starts: list[int] = [start for start, _ in spans]
-        self.ends: list[int] = [end for _, end in spans]
+        # The stretch split around its words (gap, word, gap, ..., gap) and the pieces' lengths
+        # summed from `lo`: every other sum is a word's start, the next its end. The same spans
+        # as _WORD.finditer, found in C (about three times faster than a Python loop over matches).
+        bounds = list(itertools.accumulate(map(len, _WORD_SPLIT.split(text[lo : self.hi])), initial=lo))
+        self.starts: list[int] = bounds[1:-1:2]
+        self.ends: list[int] = bounds[2:-1:2]
 
     def word(self, j: int) -> str:
         """The j-th word, lower-cased (the guards read a few words near a match, so words are
