@@ -32,7 +32,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connections, transaction
-from django.db.models import F
+from django.db.models import F, TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from core.publish import publish
@@ -175,25 +176,27 @@ def rule_backtest_run(*, backtest_id: int) -> RuleSetBacktest:
 # --- The computation ---------------------------------------------------------------------------------
 
 
-def _bodies(messages) -> Iterator[list[tuple[int, str]]]:
-    """(id, body) of `messages` in id order, CHUNK at a time. The ids are read first (the period's
-    index gives them without touching a body) and the bodies by primary key: ordering the period's
-    rows, bodies and all, by id made SQLite sort them in a temporary B-tree, which at a million
-    messages cost more than the scan itself."""
+def _bodies(messages) -> Iterator[list[tuple[int, str, str | None]]]:
+    """(id, body, stored routing parts as JSON text) of `messages` in id order, CHUNK at a time.
+    The ids are read first (the period's index gives them without touching a body), then each
+    chunk as a range of primary keys: ordering the period's rows, bodies and all, by id made SQLite
+    sort them in a temporary B-tree, which at a million messages cost more than the scan itself.
+    The routing parts come as text, decoded for the prefilter's candidates only."""
     ids = list(messages.order_by("id").values_list("id", flat=True))
     for start in range(0, len(ids), CHUNK):
         part = ids[start : start + CHUNK]
-        chunk = Message.objects.filter(pk__in=part).order_by("id").values_list("id", "body")
+        chunk = (
+            messages.filter(pk__gte=part[0], pk__lte=part[-1])
+            .annotate(parts=Cast("routing_prediction__segments", TextField()))
+            .order_by("id")
+            .values_list("id", "body", "parts")
+        )
         # the ORM's query, its rows as the driver gives them: an integer and a text need no
         # conversion, and the per-row work of values_list was a third of this process's reading
         sql, params = chunk.query.sql_with_params()
         with connections[chunk.db].cursor() as cursor:
             cursor.execute(sql, params)
             yield cursor.fetchall()
-
-
-def _segments_of(ids: list[int]) -> dict[int, Any]:
-    return dict(Message.objects.filter(pk__in=ids).values_list("id", "routing_prediction__segments"))
 
 
 def _in_period(since: datetime, until: datetime):
@@ -231,7 +234,7 @@ def backtest_compute(
     if diff.active_only or diff.draft_only:
         with _helper(active, draft, total) as helper:
             for chunk in _bodies(messages):
-                changes += scan(chunk, diff, segments_of=_segments_of, counts=counts, helper=helper)
+                changes += scan(chunk, diff, counts=counts, helper=helper)
                 if progress is not None:
                     progress(counts.messages, total)
             if helper is not None:

@@ -33,8 +33,9 @@ These ideas make it fast (bench_rules --backtest measures them):
    decided a message first, each rule's prefilter checked only when it is reached; as soon as
    both sides have a routing hit the message cannot change and the rest is skipped.
 7. **Two processes for a large backtest.** With a helper (scoring.backtest_helper, a subprocess),
-   half of each chunk's candidates are matched there while this process matches the other half
-   and reads the next chunk.
+   a share of each chunk's rows is sent there first and prefiltered and matched there while this
+   process does the rest and reads the next chunk; the share follows which of the two waited
+   for the other, so that neither idles.
 
 Routing by rules = at least one routing hit of an enabled rule. The engine reports each message
 whose routing by rules differs, with the hits that make the difference.
@@ -44,11 +45,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from re import _constants as sre_constants  # the parser's opcodes (Python 3.11)
 from re import _parser as sre_parse
+from typing import Any
 
 from scoring.rules import _FOLD, CompiledRules, RuleHit, RuleSpec, compile_rule, iter_hits
 
@@ -362,6 +365,12 @@ class RuleDiff:
             pending = [d for d in pending if d not in twins]
         return (*ordered, *pending)
 
+    @functools.cached_property
+    def candidate(self) -> Callable[[str], bool] | None:
+        """Whether a message (its prefilter text) passes the prefilter of any changed rule: one
+        function for all of them (None: every message does)."""
+        return predicate(_any_of(list(dict.fromkeys(r.requirement for r in self.changed))))
+
     @property
     def changed_codes(self) -> dict[str, list[str]]:
         """The codes the draft adds, removes and changes, as edited (by `rule_key`: an edit that
@@ -515,51 +524,43 @@ class _Order:
 
 
 def scan(
-    rows: Iterable[tuple[int, str]],
+    rows: Iterable[tuple[int, str, Any]],
     diff: RuleDiff,
     *,
-    segments_of: Callable[[list[int]], Mapping[int, Sequence[Mapping] | None]],
     counts: ScanCounts | None = None,
     helper=None,
-    helper_share: float = 0.5,
 ) -> list[Change]:
-    """The changes among `rows` ((message id, body), one chunk at a time, in id order).
-    `segments_of(ids)` gives the stored routing parts of the candidate messages (one call per
-    chunk).
+    """The changes among `rows` ((message id, body, stored routing parts: a list, its JSON text, or
+    None), one chunk at a time, in id order).
 
     With a `helper` (scoring.backtest_helper.ScanHelper, for the same two rule sets), the last
-    `helper_share` of a chunk's candidates are matched in the helper's process while this one
-    matches the others and then reads the next chunk: their changes come back from the next call,
-    and the last chunk's from `helper.collect(counts)`; the caller sorts the changes by id (the
-    order they have without a helper)."""
+    `helper.share` of a chunk's rows are sent to the helper's process first, which prefilters and
+    matches them while this one does the others and then reads the next chunk: their changes come
+    back from the next call, and the last chunk's from `helper.collect(counts)`; the caller sorts
+    the changes by id (the order they have without a helper)."""
     counts = counts if counts is not None else ScanCounts()
     changes = helper.collect(counts) if helper is not None else []
-    candidates: list[tuple[int, str, str, dict]] = []
-    for message_id, body in rows:
-        counts.messages += 1
-        low = prefilter_text(body)
-        seen: dict = {}
-        if any(_passes(rule, low, seen) for rule in diff.changed):
-            candidates.append((message_id, body, low, seen))
-    if not candidates:
-        return changes
-    counts.candidates += len(candidates)
-    segments = segments_of([c[0] for c in candidates])
-    keep = len(candidates) if helper is None else round(len(candidates) * (1 - helper_share))
-    if keep < len(candidates):
-        helper.submit([(c[0], c[1], segments.get(c[0])) for c in candidates[keep:]])
-    changes += _match(
-        ((i, body, low, seen, segments.get(i)) for i, body, low, seen in candidates[:keep]), diff, counts
-    )
+    rows = list(rows)
+    keep = len(rows) if helper is None else len(rows) - round(len(rows) * helper.share)
+    if keep < len(rows):
+        helper.submit(rows[keep:])
+    changes += scan_rows(rows[:keep], diff, counts)
     return changes
 
 
-def match_candidates(
-    batch: Iterable[tuple[int, str, Sequence[Mapping] | None]], diff: RuleDiff, counts: ScanCounts
-) -> list[Change]:
-    """The changes among candidate messages ((message id, body, stored routing parts)): the
-    matching half of `scan`, for scoring.backtest_helper."""
-    return _match(((i, body, prefilter_text(body), {}, parts) for i, body, parts in batch), diff, counts)
+def scan_rows(rows: Sequence[tuple[int, str, Any]], diff: RuleDiff, counts: ScanCounts) -> list[Change]:
+    """The changes among `rows` in this process: the prefilter, then the full match of the
+    candidates (`scan` without a helper; scoring.backtest_helper runs it on its share)."""
+    passes = diff.candidate
+    candidates: list[tuple[int, str, str, dict, Sequence[Mapping] | None]] = []
+    for message_id, body, parts in rows:
+        low = prefilter_text(body)
+        if passes is None or passes(low):
+            stored = json.loads(parts) if isinstance(parts, str) else parts
+            candidates.append((message_id, body, low, {}, stored))
+    counts.messages += len(rows)
+    counts.candidates += len(candidates)
+    return _match(candidates, diff, counts) if candidates else []
 
 
 def _match(

@@ -1,7 +1,11 @@
 """A second process for the backtest's scan (scoring.backtest), so that a large backtest uses two
-CPU cores. Pure, no Django: the parent sends the two rule sets once, then batches of candidate
-messages (id, body, stored routing parts); the helper matches them as `scan` does and sends back
-the changes and its counts. The parent matches the rest of each chunk meanwhile.
+CPU cores. Pure, no Django: the parent sends the two rule sets once, then batches of rows (id,
+body, stored routing parts); the helper prefilters and matches them as `scan` does and sends back
+the changes and its counts. The parent does the rest of each chunk meanwhile, and reads the next.
+
+The helper's share of a chunk follows the waits: a parent that had to wait for the helper's reply
+gives it less next time, one that did not gives it more, so that the two processes finish a chunk
+at about the same time whatever the parent's other work (reading the bodies) costs on a machine.
 
 A subprocess, not multiprocessing: Celery's prefork children are daemonic and may not start
 multiprocessing children. Run as `python -m scoring.backtest_helper` (stdin/stdout: pickles).
@@ -12,13 +16,18 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from scoring.backtest import Change, ScanCounts, match_candidates, rule_diff
+from scoring.backtest import Change, ScanCounts, rule_diff, scan_rows
 from scoring.rules import RuleSpec
 
 _ROOT = Path(__file__).resolve().parents[1]
+SHARE_STEP = 0.02  # how far one chunk's wait moves the share
+SHARE_RANGE = (0.1, 0.9)
+WAITED_S = 0.002  # a reply that took longer to come was waited for
 
 
 class ScanHelper:
@@ -33,31 +42,37 @@ class ScanHelper:
         )
         self._send(("rules", list(active), list(draft)))
         self._pending = False
+        self.share = 0.5  # of a chunk's rows, for the helper (see the module docstring)
 
     def _send(self, item) -> None:
         assert self._process.stdin is not None
         pickle.dump(item, self._process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
         self._process.stdin.flush()
 
-    def submit(self, batch: list[tuple[int, str, Sequence[Mapping] | None]]) -> None:
-        """Start matching `batch` ((message id, body, stored routing parts) of candidates)."""
+    def submit(self, batch: list[tuple[int, str, Any]]) -> None:
+        """Start scanning `batch` ((message id, body, stored routing parts) rows)."""
         assert not self._pending, "one batch at a time"
         self._send(("scan", batch))
         self._pending = True
 
     def collect(self, counts: ScanCounts) -> list[Change]:
         """The submitted batch's changes (in batch order; none when nothing is submitted), its
-        counts added to `counts`."""
+        counts added to `counts`; the share moved by whether the reply was waited for."""
         if not self._pending:
             return []
         assert self._process.stdout is not None
         self._pending = False
+        started = time.perf_counter()
         reply = pickle.load(self._process.stdout)  # noqa: S301 (our own child, over its pipe)
+        step = -SHARE_STEP if time.perf_counter() - started > WAITED_S else SHARE_STEP
+        self.share = min(max(self.share + step, SHARE_RANGE[0]), SHARE_RANGE[1])
         if isinstance(reply, BaseException):
             raise RuntimeError("the backtest helper failed") from reply
-        changes, matched, by_kind = reply
-        counts.full_matches += matched
-        for kind, number in by_kind.items():
+        changes, theirs = reply
+        counts.messages += theirs.messages
+        counts.candidates += theirs.candidates
+        counts.full_matches += theirs.full_matches
+        for kind, number in theirs.by_kind.items():
             counts.by_kind[kind] += number
         return changes
 
@@ -87,8 +102,7 @@ def main() -> None:
     while (request := pickle.load(source)) is not None:  # noqa: S301 (as above)
         try:
             counts = ScanCounts()
-            changes = match_candidates(request[1], diff, counts)
-            reply = (changes, counts.full_matches, counts.by_kind)
+            reply = (scan_rows(request[1], diff, counts), counts)
         except Exception as exc:  # sent back, raised in the parent
             reply = exc
         pickle.dump(reply, sink, protocol=pickle.HIGHEST_PROTOCOL)

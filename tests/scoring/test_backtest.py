@@ -113,9 +113,8 @@ DRAFT = [
 def run(texts: dict[int, str], segments=None) -> tuple[dict[int, str], ScanCounts]:
     counts = ScanCounts()
     changes = scan(
-        texts.items(),
+        [(i, text, (segments or {}).get(i)) for i, text in texts.items()],
         rule_diff(ACTIVE, DRAFT),
-        segments_of=lambda ids: {i: (segments or {}).get(i) for i in ids},
         counts=counts,
     )
     return {c.message_id: c.kind for c in changes}, counts
@@ -184,6 +183,11 @@ def _seeded_specs() -> list[RuleSpec]:
     from scoring.selectors import rule_spec_of
 
     return [rule_spec_of(r, s.version) for s in RuleSet.objects.all() for r in s.rules.all()]
+
+
+def _rows(texts: dict[int, str]) -> list[tuple[int, str, None]]:
+    """Rows as the scan reads them, with no stored routing parts (the whole text routes)."""
+    return [(i, text, None) for i, text in texts.items()]
 
 
 def _texts() -> list[str]:
@@ -256,7 +260,7 @@ def test_the_scan_finds_what_matching_every_rule_of_both_sets_finds(db):
             for s in active
         ],
     }.items():
-        found = scan(texts.items(), rule_diff(active, draft), segments_of=lambda ids: {})
+        found = scan(_rows(texts), rule_diff(active, draft))
         got = {c.message_id: (c.kind, {(h.code, h.start, h.end) for h in c.hits}) for c in found}
         assert got == _routing_by_full_match(texts, active, draft), name
         assert got, name  # each draft changes something on these texts
@@ -309,7 +313,7 @@ def test_the_order_the_scan_tries_the_rules_in_changes_no_result(db, monkeypatch
     for every in (1, 7, 10_000):  # reorder after every candidate, now and then, never
         monkeypatch.setattr(backtest._Order, "EVERY", every)
         # when
-        found = scan(texts.items(), rule_diff(active, draft), segments_of=lambda ids: {})
+        found = scan(_rows(texts), rule_diff(active, draft))
 
         # then
         got = {c.message_id: (c.kind, {(h.code, h.start, h.end) for h in c.hits}) for c in found}
@@ -324,25 +328,24 @@ def test_a_scan_split_with_a_helper_process_finds_the_same_changes(db):
 
     active_set = active_rule_set()
     active = [rule_spec_of(r, active_set.version) for r in active_set.rules.all() if r.enabled]
-    texts = list(enumerate(_texts(), start=1))
-    parts = {i: [{"start": 0, "end": len(t) // 2, "routes": True}] for i, t in texts if i % 3 == 0}
-
-    def segments_of(ids):
-        return {i: parts.get(i) for i in ids}
+    # every third message routes in its first half only, its parts stored as JSON text (as read)
+    rows = [
+        (i, t, json.dumps([{"start": 0, "end": len(t) // 2, "routes": True}]) if i % 3 == 0 else None)
+        for i, t in enumerate(_texts(), start=1)
+    ]
 
     for name, draft in drafts(active).items():
         diff = rule_diff(active, draft)
         alone, split = ScanCounts(), ScanCounts()
         expected = []
-        for start in range(0, len(texts), 250):
-            expected += scan(texts[start : start + 250], diff, segments_of=segments_of, counts=alone)
-        # when: every chunk's last half is matched by the helper, collected on the next call
+        for start in range(0, len(rows), 250):
+            expected += scan(rows[start : start + 250], diff, counts=alone)
+        # when: a share of every chunk is scanned by the helper, collected on the next call (the
+        # share moves between chunks with the waits)
         with ScanHelper(active, draft) as helper:
             found = []
-            for start in range(0, len(texts), 250):
-                found += scan(
-                    texts[start : start + 250], diff, segments_of=segments_of, counts=split, helper=helper
-                )
+            for start in range(0, len(rows), 250):
+                found += scan(rows[start : start + 250], diff, counts=split, helper=helper)
             found += helper.collect(split)
         found.sort(key=lambda change: change.message_id)
         # then
