@@ -123,15 +123,13 @@ def pytest_collection_modifyitems(config, items):
     in_browser = [i for i in items if i.get_closest_marker("browser") or "browser" in i.fixturenames]
     for item in in_browser:
         item.add_marker(pytest.mark.browser)
+    items[:] = [i for i in items if i not in in_browser] + in_browser
     # The tests of the real trained model: `make test` runs them in one process with every core
     # (training it is most of the suite's CPU time), the rest in parallel before them.
-    for item in items:
-        if "trained_model_artifact" in item.fixturenames:
-            item.add_marker(pytest.mark.trained_model)
-    items[:] = [i for i in items if i not in in_browser] + in_browser
     default = int(float(config.getini("timeout") or 0))
-    if not default:
-        return
     for item in items:
-        if "trained_model_artifact" in item.fixturenames and item.get_closest_marker("timeout") is None:
+        if "trained_model_artifact" not in item.fixturenames:
+            continue
+        item.add_marker(pytest.mark.trained_model)
+        if default and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(default + TRAINING_ALLOWANCE_S))
