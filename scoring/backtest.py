@@ -14,9 +14,13 @@ These ideas make it fast (bench_rules --backtest measures them):
    engine derives the literal text any match must contain (`required`: an AND/OR of literals from
    the parsed pattern, as code-search prefilters do; a context rule also needs one of its context
    terms), and checks it with substring search (C speed) on the folded, lower-cased text before
-   running the regular expression and its guards. The prefilter only ever lets too much through:
-   literals are ASCII, and the four non-ASCII letters Python's case-insensitive matching equates
-   with ASCII ones (U+0130, U+0131, U+017F, U+212A) are mapped to them first.
+   running the regular expression and its guards. Its substring searches run in the order that
+   decides soonest on the texts being scanned (measured on the first of them: in an AND the
+   literal they least often hold first, in an OR the one they most often hold): on the
+   benchmark's office prose the rules' tests then take 40 % of the time, the combined one 25 %.
+   The prefilter only ever lets too much through: literals are ASCII, and the four non-ASCII
+   letters Python's case-insensitive matching equates with ASCII ones (U+0130, U+0131, U+017F,
+   U+212A) are mapped to them first.
 3. **Routing parts from the stored prediction.** A rule hit routes only inside the parts the
    prediction marked as routing (scoring.routing); those are read for the few candidates only.
 4. **The regular expression runs only where a match can start.** From the parsed pattern, the
@@ -92,19 +96,64 @@ class AnyOf:
 Requirement = Literal | AllOf | AnyOf
 
 
-def _source(requirement: Requirement) -> str:
+def literals(requirement: Requirement | None) -> set[str]:
+    """Every literal a requirement tests."""
+    if requirement is None:
+        return set()
+    if isinstance(requirement, Literal):
+        return {requirement.text}
+    return set().union(*(literals(part) for part in requirement.parts))
+
+
+def literal_odds(requirements: Iterable[Requirement | None], texts: Sequence[str]) -> dict[str, float]:
+    """The share of `texts` (prefilter texts) that hold each literal of `requirements`."""
+    wanted = set().union(*(literals(r) for r in requirements))
+    count = max(len(texts), 1)
+    return {text: sum(text in t for t in texts) / count for text in wanted}
+
+
+def _odds(requirement: Requirement, odds: Mapping[str, float]) -> float:
+    """The estimated share of texts that pass (the parts taken as independent)."""
+    if isinstance(requirement, Literal):
+        return odds.get(requirement.text, 1.0)
+    shares = [_odds(part, odds) for part in requirement.parts]
+    if isinstance(requirement, AllOf):
+        return functools.reduce(lambda a, b: a * b, shares, 1.0)
+    return 1.0 - functools.reduce(lambda a, b: a * (1.0 - b), shares, 1.0)
+
+
+def _flat(requirement: AllOf | AnyOf) -> list[Requirement]:
+    """The parts of a node with the parts of its children of the same kind pulled up."""
+    parts: list[Requirement] = []
+    for part in requirement.parts:
+        parts += _flat(part) if type(part) is type(requirement) else [part]
+    return parts
+
+
+def _source(requirement: Requirement, odds: Mapping[str, float] | None = None) -> str:
     if isinstance(requirement, Literal):
         return f"({requirement.text!r} in t)"
+    parts = _flat(requirement)
+    if odds is not None:
+        # the test most likely to decide first: in an AND the part texts least often pass, in an
+        # OR the one they most often pass (ties: the one with fewer substring searches)
+        sign = 1.0 if isinstance(requirement, AllOf) else -1.0
+        parts.sort(key=lambda part: (sign * _odds(part, odds), len(literals(part))))
     joiner = " and " if isinstance(requirement, AllOf) else " or "
-    return "(" + joiner.join(_source(part) for part in requirement.parts) + ")"
+    return "(" + joiner.join(_source(part, odds) for part in parts) + ")"
 
 
-def predicate(requirement: Requirement | None) -> Callable[[str], bool] | None:
+def predicate(
+    requirement: Requirement | None, odds: Mapping[str, float] | None = None
+) -> Callable[[str], bool] | None:
     """`requirement.ok` as one Python function of substring tests (about five times faster than
-    walking the tree for every message). The source holds only repr()'d string literals."""
+    walking the tree for every message). With `odds` (literal_odds of texts like those to be
+    tested), the parts are tested in the order that decides soonest on such texts: the same
+    verdicts in a fraction of the searches (module docstring, item 2). The source
+    holds only repr()'d string literals."""
     if requirement is None:
         return None
-    return _compiled_predicate(_source(requirement))
+    return _compiled_predicate(_source(requirement, odds))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -288,6 +337,8 @@ def anchored_matches(regex: re.Pattern[str], starts: tuple[str, ...] | None, tex
 
 # --- Comparing two rule sets ---------------------------------------------------------------------
 
+ODDS_SAMPLE = 256  # texts that order a diff's prefilter tests (RuleDiff.tuned)
+
 
 def rule_key(spec: RuleSpec) -> tuple:
     """What decides a rule's hits (not its id or version)."""
@@ -341,6 +392,31 @@ class RuleDiff:
     draft_only: tuple[_Rule, ...]
     shared: tuple[_Rule, ...]
     edited: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())  # codes, by rule_key
+    odds: Mapping[str, float] | None = field(default=None, compare=False)  # see tuned()
+
+    def tuned(self, texts: Sequence[str]) -> RuleDiff:
+        """This diff with its prefilter tests ordered by how often each literal occurs in the first
+        `ODDS_SAMPLE` of `texts` (prefilter texts), made once, from the first texts a diff is
+        tuned on (a scan tunes its diff on its first rows): what a message passes is unchanged,
+        only the order of the substring searches that tell it."""
+        if self.odds is not None:
+            return self
+        tuned = self.__dict__.get("_tuned")  # a frozen dataclass: cached as cached_property does
+        if tuned is None:
+            rules = (*self.active_only, *self.draft_only, *self.shared)
+            odds = literal_odds((r.requirement for r in rules), texts[:ODDS_SAMPLE])
+
+            def retuned(group: tuple[_Rule, ...]) -> tuple[_Rule, ...]:
+                return tuple(dataclasses.replace(r, passes=predicate(r.requirement, odds)) for r in group)
+
+            tuned = self.__dict__["_tuned"] = dataclasses.replace(
+                self,
+                active_only=retuned(self.active_only),
+                draft_only=retuned(self.draft_only),
+                shared=retuned(self.shared),
+                odds=odds,
+            )
+        return tuned
 
     @property
     def starts(self) -> dict[str, tuple[str, ...] | None]:
@@ -369,7 +445,7 @@ class RuleDiff:
     def candidate(self) -> Callable[[str], bool] | None:
         """Whether a message (its prefilter text) passes the prefilter of any changed rule: one
         function for all of them (None: every message does)."""
-        return predicate(_any_of(list(dict.fromkeys(r.requirement for r in self.changed))))
+        return predicate(_any_of(list(dict.fromkeys(r.requirement for r in self.changed))), self.odds)
 
     @property
     def changed_codes(self) -> dict[str, list[str]]:
@@ -551,10 +627,11 @@ def scan(
 def scan_rows(rows: Sequence[tuple[int, str, Any]], diff: RuleDiff, counts: ScanCounts) -> list[Change]:
     """The changes among `rows` in this process: the prefilter, then the full match of the
     candidates (`scan` without a helper; scoring.backtest_helper runs it on its share)."""
+    lows = [prefilter_text(body) for _message_id, body, _parts in rows]
+    diff = diff.tuned(lows)
     passes = diff.candidate
     candidates: list[tuple[int, str, str, dict, Sequence[Mapping] | None]] = []
-    for message_id, body, parts in rows:
-        low = prefilter_text(body)
+    for (message_id, body, parts), low in zip(rows, lows, strict=True):
         if passes is None or passes(low):
             stored = json.loads(parts) if isinstance(parts, str) else parts
             candidates.append((message_id, body, low, {}, stored))

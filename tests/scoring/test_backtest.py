@@ -19,6 +19,8 @@ from scoring.backtest import (
     ScanCounts,
     anchored_matches,
     anchors,
+    literal_odds,
+    predicate,
     prefilter_text,
     required,
     rule_diff,
@@ -96,6 +98,46 @@ def test_the_prefilter_never_rejects_a_text_a_seeded_rule_matches_and_rejects_mo
             checked += 1
             rejected += not passes
     assert len(specs) >= 30 and rejected / checked > 0.8
+
+
+def test_ordered_prefilters_give_every_text_the_same_verdict_and_test_the_rare_literal_first(db):
+    from scoring.models import RuleSet
+    from scoring.selectors import rule_spec_of
+
+    specs = [rule_spec_of(r, s.version) for s in RuleSet.objects.all() for r in s.rules.all()]
+    texts = [prefilter_text(json.loads(line)["body"]) for line in CORPUS.read_text().splitlines()[:800]]
+    requirements = [rule_required(rule) for rule in specs]
+    odds = literal_odds(requirements, texts[:100])
+    for requirement in requirements:
+        plain, ordered = predicate(requirement), predicate(requirement, odds)
+        assert [plain(t) for t in texts] == [ordered(t) for t in texts]
+
+    requirement = AllOf((AnyOf((Literal("is"), Literal("are"))), AllOf((Literal("we"), Literal("lose")))))
+    odds = literal_odds([requirement], ["we are here", "is it we", "we lose", "are we"])
+    assert odds == {"is": 0.25, "are": 0.5, "we": 1.0, "lose": 0.25}
+
+    class Counting(str):
+        searched: list[str] = []
+
+        def __contains__(self, literal):
+            Counting.searched.append(literal)
+            return str.__contains__(self, literal)
+
+    assert predicate(requirement, odds)(Counting("are we")) is False
+    assert Counting.searched == ["lose"]  # the nested AND flattened, its rarest literal first
+    Counting.searched.clear()
+    assert predicate(requirement, odds)(Counting("we are sure to lose")) is True
+    assert Counting.searched == ["lose", "are", "we"]  # in the OR, the likelier literal first
+
+
+def test_a_diff_orders_its_prefilters_once_on_the_first_texts_it_scans():
+    diff = rule_diff(ACTIVE, DRAFT)
+    first = diff.tuned(["a risk-free investment", "will double"])
+
+    assert first.odds is not None and first.odds["risk"] == 0.5
+    assert diff.tuned(["something else entirely"]) is first and first.tuned(["x"]) is first
+    assert {r.code for r in first.changed} == {r.code for r in diff.changed}
+    assert first.candidate("this will double") and not first.candidate("nothing here")
 
 
 ACTIVE = [
