@@ -18,9 +18,10 @@ A rule is a case-insensitive regular expression (`RuleSpec.pattern`) plus two gu
   **asked** (its sentence ends with a question mark: "is the income guaranteed?" is a client's
   question, not a promise), **quoted** (it lies inside quotation marks on its line: a warning
   about offers of "guaranteed 20% a month", a client asking whether a fund is "FCA approved") or
-  **reported** (a reporting word such as "told", "claimed", "advertising", "promising" among the
-  words just before it, in its clause: "my last adviser told me the fund was risk free",
-  "schemes advertising guaranteed high yields are frauds"): words mentioned are not words used.
+  **reported** (a reporting word such as "told", "claimed", "advertising", "promising", or the
+  "whether" of an indirect question, among the words just before it, in its clause: "my last
+  adviser told me the fund was risk free", "schemes advertising guaranteed high yields are
+  frauds", "you asked whether we could guarantee an income"): words mentioned are not words used.
 
 Rules are deliberately a net with small holes: they catch the plain phrasings and miss the
 euphemisms ("your principal is bulletproof"), which is exactly the signal the monitoring of
@@ -87,6 +88,9 @@ REPORTING: frozenset[str] = frozenset(
         "allegedly",
         "supposedly",
         "so-called",
+        # an indirect question: "you asked whether we could guarantee an income", "whether the
+        # SEC has approved it" is what is asked, not said
+        "whether",
     }
 )
 # How many words before a match the negation guard looks at (within the same clause).

@@ -112,6 +112,7 @@ def test_a_comma_right_after_a_negating_verb_keeps_the_negation():
         'Be careful with anyone offering "guaranteed returns" on crypto.',
         "A client said the caller claimed the returns were guaranteed.",
         "Schemes advertising guaranteed returns are usually frauds.",
+        "You asked whether the returns are guaranteed. They are not.",
     ],
 )
 def test_a_hit_that_is_asked_quoted_or_reported_is_suppressed_by_the_guard(text):
