@@ -398,8 +398,8 @@ class RuleDiff:
         """This diff with its prefilter tests ordered by how often each literal occurs in the first
         `ODDS_SAMPLE` of `texts` (prefilter texts), made once, from the first texts a diff is
         tuned on (a scan tunes its diff on its first rows): what a message passes is unchanged,
-        only the order of the substring searches that tell it."""
-        if self.odds is not None:
+        only the order of the substring searches that tell it. No texts: left as it is for now."""
+        if self.odds is not None or not texts:
             return self
         tuned = self.__dict__.get("_tuned")  # a frozen dataclass: cached as cached_property does
         if tuned is None:

@@ -132,6 +132,7 @@ def test_ordered_prefilters_give_every_text_the_same_verdict_and_test_the_rare_l
 
 def test_a_diff_orders_its_prefilters_once_on_the_first_texts_it_scans():
     diff = rule_diff(ACTIVE, DRAFT)
+    assert diff.tuned([]) is diff  # nothing to measure on yet
     first = diff.tuned(["a risk-free investment", "will double"])
 
     assert first.odds is not None and first.odds["risk"] == 0.5
