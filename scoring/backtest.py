@@ -50,6 +50,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -118,8 +119,8 @@ def _odds(requirement: Requirement, odds: Mapping[str, float]) -> float:
         return odds.get(requirement.text, 1.0)
     shares = [_odds(part, odds) for part in requirement.parts]
     if isinstance(requirement, AllOf):
-        return functools.reduce(lambda a, b: a * b, shares, 1.0)
-    return 1.0 - functools.reduce(lambda a, b: a * (1.0 - b), shares, 1.0)
+        return math.prod(shares)
+    return 1.0 - math.prod(1.0 - share for share in shares)
 
 
 def _flat(requirement: AllOf | AnyOf) -> list[Requirement]:
