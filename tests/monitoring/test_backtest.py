@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 from datetime import timedelta
+from types import SimpleNamespace
 from unittest import mock
 
 import pytest
@@ -425,6 +426,24 @@ def test_the_rule_benchmark_times_the_backtest_on_seeded_messages_and_leaves_not
         assert report[name]["scanned"] == 60 and report[name]["seconds"] >= 0
     assert report["draft_all"]["candidates"] >= report["draft_few"]["candidates"]
     assert not Message.objects.exists() and not RuleSetBacktest.objects.exists()
+
+
+def test_the_benchmark_scans_every_seeded_message_however_long_the_seeding_took():
+    from monitoring import bench_backtest
+
+    # given: the benchmark's clock moves five days at every reading, as if seeding took that long
+    real, readings = timezone.now(), []
+
+    def slow_clock():
+        readings.append(real + timedelta(days=5 * len(readings)))
+        return readings[-1]
+
+    # when
+    with mock.patch.object(bench_backtest, "timezone", SimpleNamespace(now=slow_clock)):
+        report = bench_backtest.bench_backtest(60, which=("few",))
+
+    # then: the window starts where the seeding's did, so none of the oldest messages is left out
+    assert len(readings) >= 3 and report["draft_few"]["scanned"] == 60
 
 
 def test_the_backtest_reads_the_period_in_chunks_with_the_same_figures_and_rising_progress(
