@@ -82,11 +82,27 @@ def test_without_the_negation_guard_a_negated_phrase_still_hits():
 
 
 def test_only_the_few_words_just_before_the_match_are_searched_for_a_negation():
-    assert NEGATION_WINDOW == 5
-    # "not" is the 5th word before "guaranteed": suppressed.
-    assert texts_hit("I did not say the returns are guaranteed.", GUARANTEED) == []
-    # "not" is the 6th word before "guaranteed": outside the look-back, so it hits.
-    assert texts_hit("I did not say that the returns are guaranteed.", GUARANTEED) == ["guaranteed"]
+    assert NEGATION_WINDOW == 7
+    # "not" is the 7th word before "guaranteed": suppressed.
+    assert texts_hit("I did not say to them the returns are guaranteed.", GUARANTEED) == []
+    # "not" is the 8th word before "guaranteed": outside the look-back, so it hits.
+    assert texts_hit("I did not say to them that the returns are guaranteed.", GUARANTEED) == ["guaranteed"]
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [
+        # a development set's reply: the negation is six words before the phrase
+        ("There isn't an investment that is truly risk-free.", r"\brisk[- ]free\b"),
+        # a registered adviser's signature disclaimer
+        ("Nor does it imply that the SEC has approved the firm.", r"\bSEC\b[^.]{0,20}\bapproved\b"),
+        # reported speech six words back
+        ("My last adviser told me the property fund was risk free.", r"\brisk[- ]free\b"),
+    ],
+)
+def test_a_negation_or_reporting_word_six_or_seven_words_back_suppresses_the_hit(text, pattern):
+    assert texts_hit(text, rule(pattern)) == []
+    assert texts_hit(text, rule(pattern, negation_guard=False))  # the guard is what suppresses it
 
 
 @pytest.mark.parametrize(
