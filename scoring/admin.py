@@ -25,6 +25,7 @@ from core.roles import Role, has_role
 from scoring.errors import RuleSetError
 from scoring.forms import PublishForm, RollBackForm, RuleFormSet, initial_for
 from scoring.models import ClaimType, Rule, RuleSet
+from scoring.rules import NEGATION_WINDOW
 from scoring.selectors import active_rule_set, rule_sets_with_counts, rules_of
 from scoring.services.rule_sets import rule_draft_of, rule_set_draft_create, rule_set_roll_back
 
@@ -231,5 +232,6 @@ class RuleSetAdmin(ComplianceAdminOnly, admin.ModelAdmin):
             "active": active,
             "form": form,
             "formset": formset,
+            "negation_window": NEGATION_WINDOW,
         }
         return TemplateResponse(request, "admin/scoring/ruleset/draft.html", context)

@@ -13,7 +13,7 @@ from django.urls import reverse
 from scoring.constants import CLAIM_TYPE_CODES
 from scoring.errors import RuleSetError
 from scoring.models import ClaimType, Rule, RuleMatch, RuleSet, RuleSetDraft
-from scoring.rules import match
+from scoring.rules import NEGATION_WINDOW, match
 from scoring.selectors import active_compiled_rules, active_rule_specs, clear_compiled_rules_cache
 from scoring.services.rule_sets import (
     RuleDraft,
@@ -380,7 +380,10 @@ def publish_form_data(rule_set: RuleSet, note: str, **edits: dict[str, str]) -> 
 def test_the_draft_page_turns_an_edit_into_a_draft_and_publishes_nothing(client, staff_admin):
     client.force_login(staff_admin)
     url = reverse("admin:scoring_ruleset_draft", args=[seeded().pk])
-    assert client.get(url).status_code == 200
+    page = client.get(url)
+    assert page.status_code == 200
+    # the help text says how far back the negation guard looks, as the engine does
+    assert f"among the {NEGATION_WINDOW} words before the match" in page.content.decode()
     data = publish_form_data(
         seeded(),
         "tighten GR-004",
