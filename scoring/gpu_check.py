@@ -168,6 +168,7 @@ def scorer_pair(result, *, device: torch.device, token_budget: int) -> tuple[Sco
         "units": result.manifest.get("units", "windows"),
         "window_tokens": result.manifest.get("window_tokens", 128),
         "stride": result.manifest.get("window_stride", 64),
+        "length_penalty": float(result.manifest.get("length_penalty", 0.0)),
     }
     cpu = Scorer.from_model(
         copy.deepcopy(result.model).cpu(), result.tokenizer, device="cpu", precision=FLOAT32, **options

@@ -233,7 +233,14 @@ def model_card(manifest: dict, metrics: dict) -> str:
         + "; the message score is the maximum of 1 - P(no_claim) over the windows of the parts that route "
         "(quoted history does not). Claim type = argmax over the claim classes. Scores are calibrated by "
         f"temperature scaling on the validation split (T = {manifest.get('temperature', 1.0):.3f}, "
-        "folded into the head).",
+        "folded into the head)"
+        + (
+            f"; the message score's log-odds are then lowered by {manifest['length_penalty']:.2f} x "
+            "ln(its routing windows), fitted on the validation split (a long message has more windows "
+            "to score high by accident)."
+            if manifest.get("length_penalty")
+            else "."
+        ),
         "",
         f"Threshold **{manifest.get('threshold', float('nan')):.4f}**, chosen by the rule: "
         f"{manifest.get('threshold_rule', '?')}. A flag sends a message to a human reviewer: the "

@@ -84,6 +84,39 @@ def fit_temperature(
     }
 
 
+# the length penalty is searched on [0, 3] log-odds per unit of ln(windows)
+_PENALTY_GRID = np.linspace(0.0, 3.0, 301)
+
+
+def length_discounted(scores, n_windows, penalty: float) -> np.ndarray:
+    """Message scores with their log-odds lowered by penalty * ln(n routing windows)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if penalty == 0.0:
+        return scores
+    n = np.maximum(np.asarray(n_windows, dtype=np.float64), 1.0)
+    p = np.clip(scores, 1e-12, 1 - 1e-12)
+    return 1.0 / (1.0 + np.exp(-(np.log(p / (1 - p)) - penalty * np.log(n))))
+
+
+def fit_length_penalty(
+    scores: Sequence[float], n_windows: Sequence[int], labels: Sequence[int]
+) -> tuple[float, dict]:
+    """The penalty >= 0 minimising the log loss of the length-discounted message scores (the
+    best routing window's, already tempered) against the labels; returns (penalty, report)."""
+    y = np.asarray(labels, dtype=np.float64)
+    if not len(y) == len(scores) == len(n_windows):
+        raise ValueError(f"{len(scores)} scores, {len(n_windows)} window counts, {len(y)} labels")
+    losses = [_log_loss(length_discounted(scores, n_windows, float(b)), y) for b in _PENALTY_GRID]
+    best = int(np.argmin(losses))
+    penalty = float(_PENALTY_GRID[best])
+    return penalty, {
+        "length_penalty": penalty,
+        "val_log_loss_before_length": losses[0],
+        "val_log_loss_after_length": losses[best],
+        "length_fitted_on": "validation split, tempered message score and ln(routing windows)",
+    }
+
+
 def fold_temperature(model, temperature: float) -> None:
     """Divide the classification head's weight and bias by `temperature`, in place."""
     import torch

@@ -70,6 +70,7 @@ import torch
 from transformers import AutoTokenizer
 
 from scoring.classifier.artifacts import MANIFEST_NAME
+from scoring.classifier.calibration import length_discounted
 from scoring.classifier.device_check import resolve_device
 from scoring.classifier.modeling import load_classifier
 from scoring.classifier.precision import AUTO, FLOAT32, autocast, resolve_precision
@@ -188,6 +189,8 @@ class Scorer:
             # Artifacts trained before message segmentation read whole messages.
             segmented=bool(manifest.get("segmentation")),
             units=manifest.get("units", WINDOW_UNITS),
+            # Artifacts trained before the length term score a message by its best window alone.
+            length_penalty=float(manifest.get("length_penalty", 0.0)),
             device=resolve_device(device),
             window_tokens=window_tokens,
             stride=stride,
@@ -215,6 +218,7 @@ class Scorer:
         segmented: bool = True,
         units: str = WINDOW_UNITS,
         overlap: bool | None = None,
+        length_penalty: float = 0.0,
     ) -> Scorer:
         """A Scorer over an in-memory model (training uses it to evaluate the way it scores).
         The model is put in eval mode; switch it back to train() yourself."""
@@ -226,6 +230,7 @@ class Scorer:
             threshold=threshold,
             segmented=segmented,
             units=units,
+            length_penalty=length_penalty,
             device=device if isinstance(device, torch.device) else resolve_device(device),
             window_tokens=window_tokens,
             stride=stride,
@@ -261,6 +266,7 @@ class Scorer:
         max_chars: int,
         precision: str,
         overlap: bool | None = None,
+        length_penalty: float = 0.0,
     ) -> None:
         if not getattr(tokenizer, "is_fast", False):
             raise ModelNotReady("The artifact's tokenizer is not a fast tokenizer (no offsets).")
@@ -281,6 +287,10 @@ class Scorer:
         self.threshold = float(threshold) if threshold is not None else None
         self.segmented = segmented or units == SENTENCE_UNITS
         self.units = units
+        if length_penalty < 0:
+            raise ValueError(f"length_penalty must be >= 0, not {length_penalty}.")
+        # The message score's log-odds are lowered by this times ln(routing windows) (calibration).
+        self.length_penalty = float(length_penalty)
         self.window_tokens = window_tokens
         self.stride = stride
         self.token_budget = token_budget
@@ -312,15 +322,20 @@ class Scorer:
             found.add(self.threshold)
         return sorted(found)
 
-    def _near_decision(self, probabilities: np.ndarray, margin: float = RECHECK_MARGIN) -> np.ndarray:
-        """Rows whose flag or claim type float32 could decide differently (module docstring)."""
+    def _near_decision(
+        self, probabilities: np.ndarray, margin: float = RECHECK_MARGIN, shifts: Sequence[float] = (0.0,)
+    ) -> np.ndarray:
+        """Rows whose flag or claim type float32 could decide differently (module docstring).
+        `shifts`: how far the length term moves a window's decision point in log-odds, one per
+        window count among the messages scored (penalty * ln(n); 0 for one window)."""
         near = np.zeros(len(probabilities), dtype=bool)
         thresholds = [log_odds(t) for t in self.decision_thresholds]
         if not thresholds or not len(probabilities):
             return near
         odds = claim_log_odds(probabilities)
         for threshold in thresholds:
-            near |= np.abs(odds - threshold) < margin
+            for shift in shifts:
+                near |= np.abs(odds - (threshold + shift)) < margin
         claims = np.sort(np.log(np.maximum(probabilities[:, 1:], np.finfo(np.float32).tiny)), axis=1)
         if claims.shape[1] >= 2:
             tied = claims[:, -1] - claims[:, -2] < margin
@@ -383,7 +398,9 @@ class Scorer:
 
     # --- scoring -----------------------------------------------------------------------------------
 
-    def window_probabilities(self, input_ids: Sequence[Sequence[int]]) -> np.ndarray:
+    def window_probabilities(
+        self, input_ids: Sequence[Sequence[int]], shifts: Sequence[float] = (0.0,)
+    ) -> np.ndarray:
         """Class probabilities [n, labels] (float32) of token windows given as input ids.
 
         Identical windows run once; the rest run in length-sorted, dynamically padded batches
@@ -397,7 +414,7 @@ class Scorer:
         probabilities = self._probabilities(distinct, self.precision)
         rechecked = 0
         if self.precision != FLOAT32:
-            (near,) = np.nonzero(self._near_decision(probabilities))
+            (near,) = np.nonzero(self._near_decision(probabilities, shifts=shifts))
             if len(near):
                 probabilities[near] = self._probabilities([distinct[i] for i in near], FLOAT32)
             rechecked = len(near)
@@ -482,9 +499,18 @@ class Scorer:
         if per_text is None:
             per_text = self.windows(texts, parts)
         flat = [window for windows in per_text for window in windows]
-        probabilities = self.window_probabilities([w.input_ids for w in flat])
+        probabilities = self.window_probabilities([w.input_ids for w in flat], shifts=self._shifts(per_text))
         offsets = np.cumsum([0] + [len(windows) for windows in per_text])
         return per_text, probabilities, offsets
+
+    def _shifts(self, per_text: Sequence[Sequence[Window]]) -> list[float]:
+        counts = {max(1, sum(1 for w in windows if w.routes)) for windows in per_text}
+        return sorted({self.length_penalty * math.log(n) for n in counts}) or [0.0]
+
+    def _message_scores(self, best_scores, per_text: Sequence[Sequence[Window]]) -> np.ndarray:
+        """The best routing window's score of each text, discounted for its routing windows."""
+        counts = [sum(1 for w in windows if w.routes) for windows in per_text]
+        return length_discounted(best_scores, counts, self.length_penalty)
 
     def score(
         self, texts: Sequence[str], parts: Sequence[Sequence[Segment]] | None = None
@@ -554,16 +580,23 @@ class Scorer:
     ) -> list[ScoreResult]:
         per_text, probabilities, offsets = self._run(texts, parts, per_text)
         claim_scores = probabilities[:, 1:].sum(axis=1)
+        bests = []
+        for index, windows in enumerate(per_text):
+            scores = claim_scores[offsets[index] : offsets[index + 1]]
+            bests.append(int(np.argmax(np.where([w.routes for w in windows], scores, -np.inf))))
+        message_scores = self._message_scores(
+            [claim_scores[offsets[i] + best] for i, best in enumerate(bests)], per_text
+        )
         results = []
         for index, windows in enumerate(per_text):
             first, last = offsets[index], offsets[index + 1]
             scores = claim_scores[first:last]
-            best = int(np.argmax(np.where([w.routes for w in windows], scores, -np.inf)))
+            best = bests[index]
             probs = probabilities[first + best]
             claim_type = self.labels[1 + int(np.argmax(probs[1:]))]
             results.append(
                 ScoreResult(
-                    score=float(scores[best]),
+                    score=float(message_scores[index]),
                     claim_type=claim_type,
                     probabilities={label: float(p) for label, p in zip(self.labels, probs, strict=True)},
                     windows=[
@@ -583,4 +616,5 @@ class Scorer:
         per_text, probabilities, offsets = self._run(texts)
         routes = np.array([w.routes for windows in per_text for w in windows])
         window_scores = np.where(routes, probabilities[:, 1:].sum(axis=1), -np.inf)
-        return [float(s) for s in np.maximum.reduceat(window_scores, offsets[:-1])]
+        best = np.maximum.reduceat(window_scores, offsets[:-1])
+        return [float(s) for s in self._message_scores(best, per_text)]

@@ -39,7 +39,14 @@ from tqdm.auto import tqdm
 from transformers import AutoTokenizer
 
 from scoring.classifier.artifacts import save_artifact
-from scoring.classifier.calibration import fit_temperature, fold_temperature
+from scoring.classifier.calibration import (
+    fit_length_penalty,
+    fit_temperature,
+    fold_temperature,
+    length_discounted,
+    message_scores,
+    tempered_claim_scores,
+)
 from scoring.classifier.contrastive import contrastive_stage, draw_pairs
 from scoring.classifier.data import (
     Example,
@@ -102,6 +109,10 @@ class TrainConfig:
     contrastive_pairs: int = 0  # a SetFit-style stage on this many window pairs before the head (0: none)
     contrastive_lr: float = 2e-5
     calibrate: bool = True  # temperature scaling fitted on val, folded into the head
+    # and, after it, the message score's length term fitted on val (calibration.py; needs calibrate).
+    # Off: measured 2026-12-06 (README "The length term"), it routed less ordinary mail but cost an
+    # evaluation claim and the hand-written mixed sets' calibration.
+    length_calibration: bool = False
     segmented: bool = True  # read message parts apart (scoring.segmentation)
     units: str = "windows"  # what is scored: token windows of each part, or its sentences and pairs
     pooling: str = CLS  # the head reads [CLS] through the pooler (stock BERT) or the mean of the token states
@@ -298,10 +309,15 @@ def routing_window_probabilities(scorer: Scorer, rows: Sequence[dict]) -> tuple[
 
 
 def scored_from_windows(
-    rows: Sequence[dict], probabilities: np.ndarray, offsets: Sequence[int], temperature: float
+    rows: Sequence[dict],
+    probabilities: np.ndarray,
+    offsets: Sequence[int],
+    temperature: float,
+    length_penalty: float = 0.0,
 ) -> list[dict]:
     """What `evaluate` returns for `rows`, from their routing windows' probabilities
-    (routing_window_probabilities) with the logits divided by `temperature`."""
+    (routing_window_probabilities) with the logits divided by `temperature` and the message
+    score discounted by `length_penalty` for its routing windows (as the Scorer does)."""
     tempered = np.log(np.maximum(probabilities.astype(np.float64), 1e-30)) / temperature
     tempered = np.exp(tempered - tempered.max(axis=1, keepdims=True))
     tempered /= tempered.sum(axis=1, keepdims=True)
@@ -319,7 +335,7 @@ def scored_from_windows(
                 "label": row["label"],
                 "claim_type": row["claim_type"],
                 "slices": row["slices"],
-                "score": float(claim[best]),
+                "score": float(length_discounted([claim[best]], [last - first], length_penalty)[0]),
                 "predicted_type": CLASS_LABELS[1 + int(np.argmax(probs[1:]))],
                 "nll": -math.log(max(float(probs[truth]), 1e-12)),
             }
@@ -420,6 +436,8 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
     plan = AnnealingPlan(warmup_steps=int(config.warmup_ratio * total_steps), total_steps=total_steps)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, plan.factor)
 
+    length_penalty = 0.0  # fitted on val after training (calibration.py); read when a scorer is made
+
     def make_scorer(threshold: float | None = None) -> Scorer:
         return Scorer.from_model(
             model,
@@ -433,6 +451,7 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
             precision=FLOAT32,  # metrics and the threshold are float32's (serving re-checks near it)
             segmented=config.segmented,
             units=config.units,
+            length_penalty=length_penalty,
         )
 
     # Every epoch's examples and batch order, drawn up front (seeded): the plan is fixed before
@@ -544,9 +563,15 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
     if config.calibrate:
         temperature, calibration = fit_temperature(probabilities, offsets, [r["label"] for r in val_rows])
         fold_temperature(model, temperature)
+        if config.length_calibration:
+            best = message_scores(tempered_claim_scores(probabilities, temperature), offsets)
+            length_penalty, length_report = fit_length_penalty(
+                best, np.diff(offsets), [r["label"] for r in val_rows]
+            )
+            calibration = {**calibration, **length_report}
     # The calibrated val scores from the same window probabilities (a second pass would give the
     # same numbers: folding T into the head divides the logits by T).
-    val_scored = scored_from_windows(val_rows, probabilities, offsets, temperature)
+    val_scored = scored_from_windows(val_rows, probabilities, offsets, temperature, length_penalty)
     threshold = _rule_threshold(val_scored, config.target_recall, config.type_floor)
     scorer = make_scorer(threshold)
     test_scored = evaluate(scorer, test_rows, desc="test", progress=progress)
@@ -569,7 +594,12 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
         "test_in_distribution": test_in_distribution,
         "test_novel_phrasing": summarize(novel, threshold) if novel else None,
         "calibration": {
-            "method": "temperature scaling on val, folded into the head" if calibration else "none",
+            "method": (
+                "none"
+                if not calibration
+                else "temperature scaling on val, folded into the head"
+                + (", and the message score's length term fitted on val" if length_penalty else "")
+            ),
             **(calibration or {}),
             "val": reliability([r["score"] for r in val_scored], [r["label"] for r in val_scored]),
             "test": reliability([r["score"] for r in test_scored], [r["label"] for r in test_scored]),
@@ -616,6 +646,7 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
         "segmentation": SEGMENTATION_VERSION if config.segmented else 0,
         "units": config.units,
         "temperature": calibration["temperature"] if calibration else 1.0,
+        "length_penalty": length_penalty,
         "training_precision": precision,
         "hyperparameters": config.hyperparameters(),
         "base_model": config.base_model,

@@ -131,7 +131,7 @@ def test_a_versions_page_shows_the_hand_written_sets_by_kind_and_its_reliability
     version = ModelVersionFactory(
         name="v-measured",
         metrics={
-            "calibration": {"temperature": 1.4, "val": table, "test": table},
+            "calibration": {"temperature": 1.4, "length_penalty": 0.75, "val": table, "test": table},
             "evaluation_sets": {"eval": {"decisions": decisions, "calibration": table}},
         },
     )
@@ -146,6 +146,7 @@ def test_a_versions_page_shows_the_hand_written_sets_by_kind_and_its_reliability
     assert "reply_quote" in html and "4/4" in html and "1/6" in html
     assert 'id="reliability-data"' in html and "eval (ECE 0.041)" in html
     assert "temperature 1.400" in html
+    assert "lowered by 0.75 &times; ln(routing windows)" in html
     assert f'href="/review/models/{version.pk}/"' in client.get("/review/models/").content.decode()
     client.force_login(reviewer)
     assert client.get(f"/review/models/{version.pk}/").status_code == 403

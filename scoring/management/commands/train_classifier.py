@@ -69,6 +69,11 @@ class Command(BaseCommand):
             help="Neutral windows of a long message drawn per epoch (a large number: all of them).",
         )
         parser.add_argument(
+            "--length-calibration",
+            action="store_true",
+            help="Also fit on val a length term: log-odds lowered by penalty x ln(routing windows).",
+        )
+        parser.add_argument(
             "--erase-rationales",
             action="store_true",
             help="Also train on every claim with its claim phrases deleted, as no_claim.",
@@ -120,6 +125,8 @@ class Command(BaseCommand):
             )
             if options["no_calibration"]:
                 config = replace(config, calibrate=False)
+            if options["length_calibration"]:
+                config = replace(config, length_calibration=True)
             version = model_version_train(
                 config=config,
                 name=options["name"] or default_version_name(),

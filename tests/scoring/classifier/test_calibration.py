@@ -10,8 +10,10 @@ import pytest
 import torch
 
 from scoring.classifier.calibration import (
+    fit_length_penalty,
     fit_temperature,
     fold_temperature,
+    length_discounted,
     message_scores,
     tempered_claim_scores,
 )
@@ -51,6 +53,38 @@ def test_fitting_recovers_the_temperature_that_made_over_confident_scores():
     # then
     assert temperature == pytest.approx(4.0, rel=0.1)
     assert report["val_log_loss_after"] < report["val_log_loss_before"]
+
+
+def test_the_length_term_lowers_the_log_odds_by_the_penalty_times_ln_windows():
+    scores = np.array([0.5, 0.5, 0.9])
+    # one window: unchanged; 4 windows at penalty 1: log-odds 0 - ln 4, so 1 / (1 + 4)
+    assert length_discounted(scores, [1, 4, 1], 1.0) == pytest.approx([0.5, 0.2, 0.9])
+    assert length_discounted(scores, [1, 4, 9], 0.0) == pytest.approx(scores)
+    # no routing window counts as one
+    assert length_discounted([0.5], [0], 2.0) == pytest.approx([0.5])
+
+
+def test_fitting_recovers_the_penalty_that_inflated_long_messages_scores():
+    # given messages whose true claim probability is sigmoid(z), whose best window over n
+    # windows over-states it by 0.8 * ln(n) in log-odds
+    rng = np.random.default_rng(1)
+    z = rng.normal(-1, 2, 6000)
+    n = rng.integers(1, 20, 6000)
+    labels = (rng.random(6000) < 1 / (1 + np.exp(-z))).astype(int)
+    best = 1 / (1 + np.exp(-(z + 0.8 * np.log(n))))
+    # when
+    penalty, report = fit_length_penalty(best, n, labels)
+    # then
+    assert penalty == pytest.approx(0.8, abs=0.1)
+    assert report["val_log_loss_after_length"] < report["val_log_loss_before_length"]
+    # and scores that already mean what they say get no penalty
+    honest, _ = fit_length_penalty(1 / (1 + np.exp(-z)), n, labels)
+    assert honest <= 0.05
+
+
+def test_fitting_the_penalty_needs_one_count_and_label_per_score():
+    with pytest.raises(ValueError, match="window counts"):
+        fit_length_penalty([0.5, 0.5], [1], [0, 1])
 
 
 def test_fitting_needs_both_classes():

@@ -131,6 +131,18 @@ def test_only_windows_near_a_threshold_or_a_flagged_type_tie_are_rechecked(tiny_
     assert near.tolist() == [True, True, False, False, True, False]
 
 
+def test_with_a_length_penalty_windows_near_the_shifted_decision_point_are_rechecked(tiny_encoder_dir):
+    # given a Scorer deciding at 0.9 whose messages of 4 windows are discounted by 0.5 * ln 4
+    scorer = Scorer(tiny_encoder_dir, device="cpu", precision=BFLOAT16)
+    scorer.watch_threshold(0.9)
+    shift = 0.5 * math.log(4)
+    rows = np.array([_row(log_odds(0.9) + shift), _row(log_odds(0.9) + shift + 6)], dtype=np.float32)
+
+    # a window at the shifted point decides a 4-window message: rechecked; far from it: not
+    assert scorer._near_decision(rows, shifts=[0.0, shift]).tolist() == [True, False]
+    assert scorer._near_decision(rows).tolist() == [False, False]
+
+
 def test_without_a_threshold_nothing_is_rechecked(tiny_encoder_dir):
     scorer = Scorer(tiny_encoder_dir, device="cpu", window_tokens=16, stride=6, precision=BFLOAT16)
 

@@ -1,7 +1,13 @@
+import copy
+import json
+import math
+import shutil
+
 import numpy as np
 import pytest
 import torch
 
+from scoring.classifier.artifacts import MANIFEST_NAME
 from scoring.classifier.scorer import Scorer, ScoreResult
 from scoring.constants import CLAIM_TYPE_CODES, CLASS_LABELS
 from scoring.errors import DeviceOutOfMemory, ModelNotReady, ScoringInputError
@@ -30,6 +36,33 @@ def test_scores_are_one_minus_p_no_claim_of_the_best_window_and_the_max_over_win
         best = result.probabilities
         assert result.claim_type == max(CLAIM_TYPE_CODES, key=best.__getitem__)
     assert len(results[1].windows) > 3
+
+
+def test_with_a_length_penalty_a_message_of_n_routing_windows_is_discounted_by_its_ln_n(tiny_scorer):
+    discounted = copy.copy(tiny_scorer)
+    discounted.length_penalty = 0.7
+    plain, results = tiny_scorer.score(TEXTS), discounted.score(TEXTS)
+
+    for before, after in zip(plain, results, strict=True):
+        n = sum(1 for w in after.windows if w.routes)
+        odds = math.log(before.score / (1 - before.score)) - 0.7 * math.log(n)
+        assert after.score == pytest.approx(1 / (1 + math.exp(-odds)), abs=1e-6)
+        # the windows, the best window and the type are the model's: only the message score moves
+        assert [w.score for w in after.windows] == [w.score for w in before.windows]
+        assert (after.best_window, after.claim_type) == (before.best_window, before.claim_type)
+    assert results[0].score == pytest.approx(plain[0].score)  # one window: nothing to discount
+    assert results[1].score < plain[1].score
+    assert discounted.claim_scores(TEXTS) == pytest.approx([r.score for r in results], abs=1e-6)
+
+
+def test_the_artifact_s_length_penalty_is_read_and_a_negative_one_refused(tiny_encoder_dir, tmp_path):
+    artifact = tmp_path / "artifact"
+    shutil.copytree(tiny_encoder_dir, artifact)
+    (artifact / MANIFEST_NAME).write_text(json.dumps({"length_penalty": 0.4}))
+    assert Scorer(artifact, device="cpu", window_tokens=16, stride=6).length_penalty == 0.4
+    (artifact / MANIFEST_NAME).write_text(json.dumps({"length_penalty": -1}))
+    with pytest.raises(ValueError, match="length_penalty"):
+        Scorer(artifact, device="cpu", window_tokens=16, stride=6)
 
 
 def test_every_window_score_is_the_score_of_its_own_text_span(tiny_scorer):

@@ -188,12 +188,19 @@ def test_frozen_layers_keep_their_pretrained_weights_and_the_upper_ones_train(ti
 def test_calibration_is_fitted_on_val_and_folded_into_the_model(tiny_inputs):
     base, corpus = tiny_inputs
     plain = train(tiny_train_config(base, corpus, epochs=3), progress=False)
-    calibrated = train(tiny_train_config(base, corpus, epochs=3, calibrate=True), progress=False)
+    calibrated = train(
+        tiny_train_config(base, corpus, epochs=3, calibrate=True, length_calibration=True), progress=False
+    )
 
     manifest, metrics = calibrated.manifest, calibrated.metrics
     temperature = metrics["calibration"]["temperature"]
     assert manifest["temperature"] == pytest.approx(temperature) and plain.manifest["temperature"] == 1.0
     assert metrics["calibration"]["val_log_loss_after"] <= metrics["calibration"]["val_log_loss_before"]
+    # then the length term, fitted on the same val messages, is recorded and lowers their log loss
+    assert manifest["length_penalty"] == metrics["calibration"]["length_penalty"] >= 0.0
+    assert plain.manifest["length_penalty"] == 0.0
+    calibration = metrics["calibration"]
+    assert calibration["val_log_loss_after_length"] <= calibration["val_log_loss_before_length"]
     assert metrics["calibration"]["val"]["n"] == metrics["val"]["overall"]["n"]
     assert 0.0 <= metrics["calibration"]["val"]["ece"] <= 1.0
     # folded into the head: the same training (same seed) with the head divided by T
