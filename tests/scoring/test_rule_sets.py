@@ -42,8 +42,11 @@ def staff_admin(admin_user):
     return admin_user
 
 
-# The seeded active set: 0004's v1, republished as v2 by 0010 (four rules tightened).
-SEEDED = 2
+# The seeded active set: 0004's v1, republished as v2 by 0010 (four rules tightened), and as v3 by
+# 0018 (regulators named in full, the risk-free rate).
+SEEDED = 3
+# every seeded version, newest first, with only the newest active
+SEEDED_SETS = [(SEEDED, True), (2, False), (1, False)]
 
 
 def seeded() -> RuleSet:
@@ -84,8 +87,8 @@ SEEDED_POSITIVES = [
 
 
 def test_v2_differs_from_the_seed_only_in_the_four_tightened_rules_and_v1_is_kept():
-    first, second = RuleSet.objects.get(version=1), seeded()
-    assert not first.is_active and second.is_active
+    first, second = RuleSet.objects.get(version=1), RuleSet.objects.get(version=2)
+    assert not first.is_active and not second.is_active
     before = {d.code: d for d in snapshot(first)}
     after = {d.code: d for d in snapshot(second)}
     assert set(before) == set(after)
@@ -109,6 +112,54 @@ def test_v2_no_longer_routes_the_innocent_mail_v1_did(text, v1_hits):
     old = compile_rules(rule_spec_of(rule, 1) for rule in first.rules.select_related("claim_type"))
     assert bool(match(text, old)) is v1_hits
     assert match(text, active_compiled_rules()) == []
+
+
+def test_v3_differs_from_v2_only_in_the_regulator_rules_and_the_risk_free_rate():
+    second, third = RuleSet.objects.get(version=2), seeded()
+    before = {d.code: d for d in snapshot(second)}
+    after = {d.code: d for d in snapshot(third)}
+    assert set(after) - set(before) == {"RE-004"} and set(before) <= set(after)
+    assert sorted(code for code in before if before[code] != after[code]) == ["RE-001", "RE-002", "RF-001"]
+    # the new rule is RE-001's twin for the regulators named in full
+    re1, re4 = after["RE-001"], after["RE-004"]
+    assert (re4.claim_type, re4.context_terms, re4.context_window) == (
+        re1.claim_type,
+        re1.context_terms,
+        re1.context_window,
+    )
+    assert all(len(d.pattern) <= 500 for d in after.values())
+
+
+def _hits_of(version: int, text: str) -> list:
+    from scoring.rules import compile_rules
+    from scoring.selectors import rule_spec_of
+
+    rule_set = RuleSet.objects.get(version=version)
+    return match(
+        text, compile_rules(rule_spec_of(r, version) for r in rule_set.rules.select_related("claim_type"))
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The bond has been approved by the Financial Conduct Authority, so the fund is safe.",
+        "Happy to clarify: FINRA has reviewed and approved this offering.",
+        "MAS endorses this fund, so you can feel confident.",
+        "The fund is backed by the Monetary Authority of Singapore.",
+        "The Financial Conduct Authority has endorsed our investment strategy for this fund.",
+    ],
+)
+def test_v3_routes_endorsements_that_name_the_regulator_in_full_or_say_it_reviewed_and_approved(text):
+    assert _hits_of(2, text) == []
+    assert [hit.claim_type for hit in _hits_of(SEEDED, text)] == ["regulatory_endorsement"]
+
+
+def test_v3_no_longer_routes_the_risk_free_rate_and_still_routes_a_risk_free_investment():
+    rate = "Use the T-bill yield as the risk-free rate in the Sharpe ratio of the fund."
+    assert _hits_of(2, rate) and _hits_of(SEEDED, rate) == []
+    for claim in ("This is a risk-free investment.", "Our fund pays a risk-free rate of return of 8%."):
+        assert [hit.claim_type for hit in _hits_of(SEEDED, claim)] == ["risk_free"]
 
 
 SEEDED_NEGATIVES = [
@@ -253,7 +304,7 @@ def test_a_bad_edit_is_refused_with_a_clear_error_and_changes_nothing(staff_admi
     kwargs = {"note": "an edit", **kwargs}
     with pytest.raises(RuleSetError, match=message):
         rule_set_draft_create(base=seeded(), user=staff_admin, **kwargs)
-    assert list(RuleSet.objects.values_list("version", "is_active")) == [(SEEDED, True), (1, False)]
+    assert list(RuleSet.objects.values_list("version", "is_active")) == SEEDED_SETS
     assert snapshot(seeded()) == before and not RuleSetDraft.objects.exists()
 
 
@@ -283,7 +334,10 @@ def test_an_edit_can_no_longer_be_published_in_one_step():
 def test_rolling_back_publishes_an_earlier_version_unchanged_as_a_new_version_with_its_reason(staff_admin):
     publish_edit(base=seeded(), user=staff_admin, note="drop RE-003", remove=["RE-003"])
     rolled_back = rule_set_roll_back(
-        to=seeded(), user=staff_admin, reason="RE-003 caught SEC-approved funds", expected_active_version=3
+        to=seeded(),
+        user=staff_admin,
+        reason="RE-003 caught SEC-approved funds",
+        expected_active_version=SEEDED + 1,
     )
     assert rolled_back.version == SEEDED + 2 and rolled_back.is_active
     assert snapshot(rolled_back) == snapshot(seeded())
@@ -307,7 +361,7 @@ def test_a_bad_roll_back_is_refused_and_changes_nothing(staff_admin, to_version,
     kwargs = {"reason": "v1 was better", **kwargs}
     with pytest.raises(RuleSetError, match=message):
         rule_set_roll_back(to=RuleSet.objects.get(version=to_version), user=staff_admin, **kwargs)
-    assert list(RuleSet.objects.values_list("version", "is_active")) == [(SEEDED, True), (1, False)]
+    assert list(RuleSet.objects.values_list("version", "is_active")) == SEEDED_SETS
 
 
 # --- admin -----------------------------------------------------------------------------------
@@ -435,12 +489,11 @@ def test_the_roll_back_action_asks_why_then_publishes_a_copy_shown_with_its_reas
     assert asked.status_code == 200 and 'name="reason"' in asked.content.decode()
     assert RuleSet.objects.get(is_active=True).version == SEEDED + 1
     # a blank reason is refused on the same page
-    blank = client.post(changelist, {**chosen, "apply": "1", "reason": " ", "expected_active_version": "3"})
+    expected = {"apply": "1", "expected_active_version": str(SEEDED + 1)}
+    blank = client.post(changelist, {**chosen, **expected, "reason": " "})
     assert blank.status_code == 200 and RuleSet.objects.get(is_active=True).version == SEEDED + 1
     # with a reason, the copy is published and its page says what it restores and why
-    response = client.post(
-        changelist, {**chosen, "apply": "1", "reason": "RE-003 is needed", "expected_active_version": "3"}
-    )
+    response = client.post(changelist, {**chosen, **expected, "reason": "RE-003 is needed"})
     assert response.status_code == 302
     active = RuleSet.objects.get(is_active=True)
     assert (active.version, active.restores, active.note) == (SEEDED + 2, seeded(), "RE-003 is needed")
