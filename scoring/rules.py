@@ -16,8 +16,10 @@ A rule is a case-insensitive regular expression (`RuleSpec.pattern`) plus two gu
   "none," does). A negation *inside* the match is the pattern's business: "no risk" is a
   claim, so patterns decide for themselves. The same guard also suppresses a hit that is
   **asked** (its sentence ends with a question mark: "is the income guaranteed?" is a client's
-  question, not a promise), **quoted** (it lies inside quotation marks on its line: a warning
-  about offers of "guaranteed 20% a month", a client asking whether a fund is "FCA approved") or
+  question, not a promise), **quoted** (it lies inside quotation marks on its line, double or
+  single: a warning about offers of "guaranteed 20% a month", a client asking whether a fund is
+  "FCA approved", a scam text forwarded as 'your money is 100% safe'; an apostrophe inside a word
+  quotes nothing) or
   **reported** (a reporting word such as "told", "claimed", "advertising", "promising", or the
   "whether" of an indirect question, among the words just before it, in its clause: "my last
   adviser told me the fund was risk free", "schemes advertising guaranteed high yields are
@@ -108,6 +110,11 @@ _INTERJECTIONS: frozenset[str] = frozenset({"no", "none", "nothing", "nope", "na
 _SENTENCE_END = re.compile(r"[.!?\n]")
 # Double quotation marks (curly ones are folded to straight ones first: see _FOLD).
 _QUOTE = '"'
+# Single quotation marks (curly ones folded too) open a quote where no word precedes them and one
+# follows ("warned about 'guaranteed' returns"), and close one where a word, a figure or a full
+# stop precedes them and no word follows; an apostrophe inside a word ("can't") is neither.
+_SINGLE_OPEN = re.compile(r"(?<![\w'])'(?=[\w$\u00a3\u20ac])")
+_SINGLE_CLOSE = re.compile(r"(?<=[\w.!?%)])'(?![\w'])")
 # A word for the guards: letters/digits with inner apostrophes or hyphens ("can't", "risk-free").
 _WORD = re.compile(r"\w+(?:['\-]\w+)*")
 _WORD_SPLIT = re.compile(r"(\w+(?:['\-]\w+)*)")  # _WORD, kept by re.split
@@ -341,12 +348,26 @@ def _asked(text: str, end: int) -> bool:
 
 
 def _quoted(text: str, start: int, end: int) -> bool:
-    """The match lies between two double quotation marks on its line."""
+    """The match lies between two double quotation marks on its line, or inside a single-quoted
+    passage of it (opened before the match and not closed before it, closed after it)."""
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
     line_end = len(text) if line_end == -1 else line_end
     before = text.count(_QUOTE, line_start, start)
-    return before % 2 == 1 and _QUOTE in text[end:line_end] and _QUOTE not in text[start:end]
+    if before % 2 == 1 and _QUOTE in text[end:line_end] and _QUOTE not in text[start:end]:
+        return True
+    if "'" not in text[line_start:start]:
+        return False
+    # Searched to the line's end, not the match's start: a mark's look-ahead reads the next character.
+    marks = sorted(
+        [(m.start(), True) for m in _SINGLE_OPEN.finditer(text, line_start, line_end)]
+        + [(m.start(), False) for m in _SINGLE_CLOSE.finditer(text, line_start, line_end)]
+    )
+    before_match = [is_open for at, is_open in marks if at < start]
+    if not before_match or not before_match[-1]:
+        return False
+    inside = any(start <= at < end for at, is_open in marks if not is_open)
+    return not inside and any(at >= end for at, is_open in marks if not is_open)
 
 
 def _guarded(text: str, index: _WordIndex, start: int, end: int) -> bool:

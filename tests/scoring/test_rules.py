@@ -129,10 +129,27 @@ def test_a_comma_right_after_a_negating_verb_keeps_the_negation():
         "A client said the caller claimed the returns were guaranteed.",
         "Schemes advertising guaranteed returns are usually frauds.",
         "You asked whether the returns are guaranteed. They are not.",
+        "The text you sent me ('your returns are guaranteed, act today') is a scam.",
+        "Please forward me anything like \u2018returns are guaranteed\u2019 for our log.",
+        "A quiz: is 'returns are guaranteed.' allowed? No.",
     ],
 )
 def test_a_hit_that_is_asked_quoted_or_reported_is_suppressed_by_the_guard(text):
     assert texts_hit(text, GUARANTEED) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "It's simple: returns are guaranteed.",  # apostrophes inside words quote nothing
+        "Our clients' returns are guaranteed.",  # a possessive closes no quote
+        "We call it 'the safe one' and returns are guaranteed.",  # the quote closed before the claim
+        "'Guaranteed' is the word: returns are guaranteed.",
+        "He said 'returns are guaranteed",  # opened, never closed on the line
+    ],
+)
+def test_single_quotation_marks_suppress_only_a_hit_inside_the_quoted_passage(text):
+    assert texts_hit(text, GUARANTEED) == ["guaranteed"]
 
 
 def test_a_question_elsewhere_in_the_message_does_not_suppress_a_claim():
