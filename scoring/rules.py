@@ -111,7 +111,7 @@ _SENTENCE_END = re.compile(r"[.!?\n]")
 # Double quotation marks (curly ones are folded to straight ones first: see _FOLD).
 _QUOTE = '"'
 # Single quotation marks (curly ones folded too) open a quote where no word precedes them and one
-# follows ("warned about 'guaranteed' returns"), and close one where a word, a figure or a full
+# follows ("warned about 'guaranteed returns'"), and close one where a word, a figure or a full
 # stop precedes them and no word follows; an apostrophe inside a word ("can't") is neither.
 _SINGLE_OPEN = re.compile(r"(?<![\w'])'(?=[\w$\u00a3\u20ac])")
 _SINGLE_CLOSE = re.compile(r"(?<=[\w.!?%)])'(?![\w'])")
