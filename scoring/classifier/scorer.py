@@ -44,7 +44,11 @@ decision are scored again in float32 and keep the float32 numbers:
   manifest and every threshold registered with `watch_threshold` (get_scorer registers each
   model version's own, as versions can share an artifact with different thresholds);
 - every window at or above (lowest threshold - margin) whose two most likely claim types are
-  within the margin of each other (the predicted claim type of a flagged message).
+  within the margin of each other (the predicted claim type of a flagged message);
+- a flagged message's best routing window and every routing window of another claim type within
+  the margin of it: which of two near-equal windows is best, and so the message's claim type,
+  is float32's too (a long message can hold two claims of different types scoring 0.9525 and
+  0.9526).
 So the flag and the claim type of every message are float32's; a window far from every threshold
 keeps its bf16 score (off by at most a few hundredths). With no threshold known nothing is
 re-scored. `recheck_counts` tells how many windows were scored and how many re-scored.
@@ -501,7 +505,43 @@ class Scorer:
         flat = [window for windows in per_text for window in windows]
         probabilities = self.window_probabilities([w.input_ids for w in flat], shifts=self._shifts(per_text))
         offsets = np.cumsum([0] + [len(windows) for windows in per_text])
+        if self.precision != FLOAT32:
+            rivals = self._rival_windows(per_text, probabilities, offsets)
+            if rivals:
+                probabilities[rivals] = self._probabilities(
+                    [tuple(flat[i].input_ids) for i in rivals], FLOAT32
+                )
+                with self._counts_lock:
+                    self.recheck_counts["rechecked"] += len(rivals)
         return per_text, probabilities, offsets
+
+    def _rival_windows(
+        self, per_text: Sequence[Sequence[Window]], probabilities: np.ndarray, offsets
+    ) -> list[int]:
+        """Flat indices of routing windows that could take the best window's place under float32
+        with another claim type (module docstring): a flagged message's best window and every
+        routing window of another claim type whose log-odds lie within RECHECK_MARGIN of it."""
+        thresholds = [log_odds(t) for t in self.decision_thresholds]
+        if not thresholds:
+            return []
+        odds = claim_log_odds(probabilities)
+        types = np.argmax(probabilities[:, 1:], axis=1)
+        rivals: set[int] = set()
+        for index, windows in enumerate(per_text):
+            routing = [offsets[index] + i for i, w in enumerate(windows) if w.routes]
+            if len(routing) < 2:
+                continue
+            best = max(routing, key=lambda i: odds[i])
+            if odds[best] < min(thresholds) - RECHECK_MARGIN:
+                continue
+            close = [
+                i
+                for i in routing
+                if i != best and odds[best] - odds[i] < RECHECK_MARGIN and types[i] != types[best]
+            ]
+            if close:
+                rivals.update([best, *close])
+        return sorted(rivals)
 
     def _shifts(self, per_text: Sequence[Sequence[Window]]) -> list[float]:
         counts = {max(1, sum(1 for w in windows if w.routes)) for windows in per_text}

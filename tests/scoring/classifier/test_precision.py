@@ -12,6 +12,7 @@ import torch
 import scoring.classifier.precision as precision_module
 from scoring.classifier.precision import AUTO, BFLOAT16, FLOAT32, autocast, resolve_precision
 from scoring.classifier.scorer import RECHECK_MARGIN, Scorer, claim_log_odds, log_odds
+from scoring.classifier.windows import Window
 
 TEXTS = [
     "Guaranteed returns of 12% a year, zero risk, the SEC approved it.",
@@ -141,6 +142,35 @@ def test_with_a_length_penalty_windows_near_the_shifted_decision_point_are_reche
     # a window at the shifted point decides a 4-window message: rechecked; far from it: not
     assert scorer._near_decision(rows, shifts=[0.0, shift]).tolist() == [True, False]
     assert scorer._near_decision(rows).tolist() == [False, False]
+
+
+def test_near_equal_windows_of_two_claim_types_in_a_flagged_message_are_rechecked(tiny_encoder_dir):
+    # given a Scorer deciding at 0.9, and three messages of two routing windows each: the first
+    # flagged by two near-equal windows of different types, the second by two near-equal windows
+    # of one type, the third by two near-equal windows of different types far below the threshold
+    scorer = Scorer(tiny_encoder_dir, device="cpu", precision=BFLOAT16)
+    scorer.watch_threshold(0.9)
+    at = log_odds(0.9)
+    rows = np.array(
+        [
+            _row(at + 3, split=(1.0, 0.0)),
+            _row(at + 3 - RECHECK_MARGIN / 4, split=(0.0, 1.0)),
+            _row(at + 3, split=(1.0, 0.0)),
+            _row(at + 3 - RECHECK_MARGIN / 4, split=(1.0, 0.0)),
+            _row(at - 6, split=(1.0, 0.0)),
+            _row(at - 6 - RECHECK_MARGIN / 4, split=(0.0, 1.0)),
+        ],
+        dtype=np.float32,
+    )
+    per_text = [[Window(n, (101, 102), 0, 1), Window(n, (101, 103), 2, 3)] for n in range(3)]
+
+    rivals = scorer._rival_windows(per_text, rows, np.array([0, 2, 4, 6]))
+
+    # then which window is best, and so the claim type, is float32's only where it matters
+    assert rivals == [0, 1]
+    # and a window that does not route never competes
+    quoted = [[Window(0, (101, 102), 0, 1), Window(0, (101, 103), 2, 3, kind="quoted", routes=False)]]
+    assert scorer._rival_windows(quoted, rows[:2], np.array([0, 2])) == []
 
 
 def test_without_a_threshold_nothing_is_rechecked(tiny_encoder_dir):
