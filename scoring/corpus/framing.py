@@ -39,6 +39,27 @@ INFORMAL_CLOSERS: tuple[str, ...] = (
     " \U0001F605", " \U0001F525", " !!", " lmk",
 )
 
+# The sender's own lead-ins to a core sentence: the sender says it, in the first person or
+# with a discourse marker. Shared by claims and negatives alike (like the openers above), so a
+# lead-in predicts nothing and the model reads the sentence after it: "I'm pleased to let you
+# know that your returns are guaranteed" is the sender's claim, where "my last adviser told me
+# that ..." (a negative family) reports somebody else's. THAT_LEAD_INS take a declarative
+# sentence as their complement; PUNCTUATED_LEAD_INS go before any sentence.
+THAT_LEAD_INS: tuple[str, ...] = (
+    "I'm pleased to let you know that", "I'm happy to tell you that", "I can tell you that",
+    "I wanted to let you know that", "I'm writing to let you know that", "just so you know,",
+    "I'm glad to say that", "the short answer is that", "I should mention that", "I can say that",
+)
+PUNCTUATED_LEAD_INS: tuple[str, ...] = (
+    "To answer your question,", "Happy to clarify:", "Good news:", "Quick update:", "As requested,",
+    "As discussed,", "Following up on our call,", "Short answer:", "In reply to your note,",
+    "For what it's worth,", "Honestly,", "Just a heads-up:", "On your question about {product},",
+    "Further to {weekday}'s meeting,", "To follow up,", "A quick note on {product}:",
+)
+# Share of (non-informal) cores that get a lead-in.
+LEAD_IN_RATE = 0.3
+_STARTS_WITH_SPEAKER = re.compile(r"^(?:I|I'\w+|We|We'\w+)\b")
+
 PADDING_SENTENCES: tuple[str, ...] = (
     "The lifts in the east wing will be serviced on {weekday}, so please use the stairs or the west lifts between {time} and {time2}.",
     "Facilities have asked everyone to clear their desks by Friday evening so the cleaners can do a deep clean over the weekend.",
@@ -171,6 +192,24 @@ def _lower_first(text: str) -> str:
     if word == "I" or word.startswith("I'") or not word[0].isupper() or acronym:
         return text
     return text[0].lower() + text[1:]
+
+
+def lead_in(core: Rendered, *, rng: random.Random, slot: Callable[[str], str]) -> Rendered:
+    """Put one of the sender's lead-ins before the core at LEAD_IN_RATE (see THAT_LEAD_INS).
+
+    A that-clause lead-in only goes before a declarative core that does not already start with
+    its speaker ("I can confirm that ...") and asks nothing; the rest get a punctuated one."""
+    if rng.random() >= LEAD_IN_RATE:
+        return core
+    text = core.text
+    declarative = "?" not in text and not _STARTS_WITH_SPEAKER.match(text) and text[:1].isalpha()
+    choices = THAT_LEAD_INS + PUNCTUATED_LEAD_INS if declarative else PUNCTUATED_LEAD_INS
+    lead = _fill(rng.choice(choices), rng, slot)
+    lead = lead[:1].upper() + lead[1:]
+    if core.lowerable:
+        text = _lower_first(text)
+    prefix = lead + " "
+    return Rendered(prefix + text, core.shifted(len(prefix)), lowerable=True)
 
 
 def frame_short(

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from scoring.corpus import anatomy, mailparts, structured
 from scoring.corpus.anatomy import BODY, QUOTED, SIGNATURE, ChatLine, Composed, _Builder, fill, pick
 from scoring.corpus.banks import SplitBanks
-from scoring.corpus.framing import PADDING_POSITIONS, frame_padded, frame_short
+from scoring.corpus.framing import PADDING_POSITIONS, frame_padded, frame_short, lead_in
 from scoring.corpus.render import InformalStyle, Rendered, render
 from scoring.corpus.schema import CorpusError
 from scoring.corpus.vocab import BASE, FIRST_NAMES, LAST_NAMES, Persona, Slots, Vocabulary, draw_persona
@@ -125,8 +125,9 @@ def _other_person(rng: random.Random, persona: Persona) -> tuple[str, str]:
 
 
 def _core(template: str, *, style: str, rng: random.Random, slots: Slots) -> Rendered:
-    transform = InformalStyle(rng) if style == "informal" else None
-    return render(template, rng=rng, slot=slots, transform=transform)
+    if style == "informal":
+        return render(template, rng=rng, slot=slots, transform=InformalStyle(rng))
+    return lead_in(render(template, rng=rng, slot=slots), rng=rng, slot=slots)
 
 
 def _signature(b: _Builder, parts: _Parts, persona: Persona, *, full: bool, n_disclaimers: int) -> bool:

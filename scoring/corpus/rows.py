@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from scoring.corpus.framing import PADDING_POSITIONS, frame_padded, frame_short
+from scoring.corpus.framing import PADDING_POSITIONS, frame_padded, frame_short, lead_in
 from scoring.corpus.messages import Message
 from scoring.corpus.render import InformalStyle, Rendered, render
 from scoring.corpus.schema import CHANNELS, NO_CLAIM, CorpusError
@@ -38,6 +38,8 @@ def render_message(
     slots = Slots(rng, persona, vocabulary)
     transform = InformalStyle(rng) if style == "informal" else None
     core = render(template, rng=rng, slot=slots, transform=transform)
+    if transform is None:
+        core = lead_in(core, rng=rng, slot=slots)
     if style == "padded":
         framed = frame_padded(
             core,

@@ -18,7 +18,13 @@ from django.core.management import CommandError, call_command
 
 from scoring.constants import CLAIM_TYPE_CODES
 from scoring.corpus import drift, novel
-from scoring.corpus.framing import PADDING_FORBIDDEN, PADDING_SENTENCES
+from scoring.corpus.framing import (
+    PADDING_FORBIDDEN,
+    PADDING_SENTENCES,
+    PUNCTUATED_LEAD_INS,
+    THAT_LEAD_INS,
+    lead_in,
+)
 from scoring.corpus.generator import (
     CANARY_PATH,
     CORPUS_PATH,
@@ -333,6 +339,41 @@ def test_every_novel_template_uses_a_test_only_phrase():
     phrases = _word_pattern(novel.NOVEL_PHRASE_MARKERS)
     families = [f for group in novel.CLAIMS.values() for f in group] + list(novel.NEGATIVES)
     assert [family_id for family_id, template in families if not phrases.search(template)] == []
+
+
+def _lead_in_pattern() -> re.Pattern:
+    fixed = [lead.split("{")[0] for lead in THAT_LEAD_INS + PUNCTUATED_LEAD_INS]
+    return re.compile("|".join(re.escape(f[:1].upper() + f[1:]) for f in fixed))
+
+
+def test_sender_lead_ins_go_before_claims_and_negatives_alike(rows):
+    # A lead-in is framing: at the same rate on both labels it cannot predict the label.
+    pattern = _lead_in_pattern()
+    rate = {
+        label: sum(bool(pattern.search(r["body"])) for r in rows if r["label"] == label)
+        / sum(r["label"] == label for r in rows)
+        for label in (0, 1)
+    }
+    assert rate[1] > 0.08 and abs(rate[0] - rate[1]) < 0.06, rate
+
+
+def test_a_that_lead_in_never_goes_before_a_question_or_a_sentence_that_names_its_speaker():
+    import random
+
+    from scoring.corpus.render import Rendered
+
+    that = tuple(lead[:1].upper() + lead[1:] for lead in THAT_LEAD_INS)
+    for core in ("Is the fund guaranteed?", "I can confirm that the fund is safe.", "We will pay 8%."):
+        for seed in range(200):
+            led = lead_in(Rendered(core, [(0, len(core))]), rng=random.Random(seed), slot=lambda name: "X")
+            assert not led.text.startswith(that), led.text
+            start, end = led.spans[0]
+            assert led.text[start:end].lower() == core.lower()  # the span moves with the core
+
+
+def test_the_lead_ins_hold_no_claim_vocabulary():
+    forbidden = _word_pattern(PADDING_FORBIDDEN + novel.NOVEL_PHRASE_MARKERS + drift.DRIFT_MARKERS)
+    assert [lead for lead in THAT_LEAD_INS + PUNCTUATED_LEAD_INS if forbidden.search(lead)] == []
 
 
 def test_the_padding_bank_holds_no_claim_vocabulary():
