@@ -247,7 +247,13 @@ def _texts() -> list[str]:
         "risk-free " + "supercalifragilistic" * 30 + " investment",
         "This stock will double. " * 40,
     ]
-    return corpus + bench + odd
+    # What each bench draft changes, whatever the corpus rows hold: a hit of GR-004 alone (which
+    # the draft "few" drops), its two new rules' phrases, and a context term one word further out
+    # at each distance around every context window (the draft "all" widens each by one word).
+    drafted = ["Certain income, year after year.", "This one is going to the moon.", "Bulletproof capital."]
+    filler = ["and", "the", "rest", "of", "the", "plan", "stays", "simple", "and", "tidy"]
+    drafted += [f"The plan is risk-free {' '.join(filler[:n])} capital." for n in range(3, 10)]
+    return corpus + bench + odd + drafted
 
 
 def test_the_anchored_search_finds_every_seeded_rules_matches_on_the_corpus(db):
