@@ -124,7 +124,9 @@ def _other_person(rng: random.Random, persona: Persona) -> tuple[str, str]:
     return first, rng.choice(LAST_NAMES)
 
 
-def _core(template: str, *, style: str, rng: random.Random, slots: Slots) -> Rendered:
+def core_of(template: str, *, style: str, rng: random.Random, slots: Slots) -> Rendered:
+    """A family template rendered as a message's core: informal styled, or with a lead-in at
+    framing.LEAD_IN_RATE."""
     if style == "informal":
         return render(template, rng=rng, slot=slots, transform=InformalStyle(rng))
     return lead_in(render(template, rng=rng, slot=slots), rng=rng, slot=slots)
@@ -396,11 +398,11 @@ def compose(
     channel = "email"
     if shape == "short":
         channel = rng.choices(("email", "chat", "sms"), weights=SHORT_CHANNELS[style])[0]
-        core = _core(template, style=style, rng=rng, slots=slots)
+        core = core_of(template, style=style, rng=rng, slots=slots)
         framed = frame_short(core, channel=channel, informal=style == "informal", rng=rng, slot=slots)
         composed = Composed(framed.text, framed.spans, [[0, len(framed.text), BODY]])
     elif shape == "padded":
-        core = _core(template, style=style, rng=rng, slots=slots)
+        core = core_of(template, style=style, rng=rng, slots=slots)
         framed = frame_padded(
             core,
             position=position or rng.choice(PADDING_POSITIONS),
@@ -410,16 +412,16 @@ def compose(
         )
         composed = Composed(framed.text, framed.spans, [])
     elif shape in ("email", "business_email"):
-        core = _core(template, style=style, rng=rng, slots=slots) if template else None
+        core = core_of(template, style=style, rng=rng, slots=slots) if template else None
         composed, has_disclaimer = compose_email(core, parts, persona, options)
     elif shape in ("reply", "forward"):
-        core = _core(template, style=style, rng=rng, slots=slots)
+        core = core_of(template, style=style, rng=rng, slots=slots)
         composed, has_disclaimer = compose_reply(core, parts, persona, options, forward=shape == "forward")
     elif shape == "long":
-        core = _core(template, style=style, rng=rng, slots=slots) if template else None
+        core = core_of(template, style=style, rng=rng, slots=slots) if template else None
         composed, has_disclaimer = compose_long(core, parts, persona, options)
     elif shape == "review":
-        core = _core(template, style=style, rng=rng, slots=slots) if template else None
+        core = core_of(template, style=style, rng=rng, slots=slots) if template else None
         composed, has_disclaimer = compose_review(core, parts, persona, options)
     elif shape == "chat":
         channel = "chat"
@@ -427,7 +429,7 @@ def compose(
         composed = compose_chat(lines, parts, persona)
     elif shape == "chat_line":
         channel = "chat"
-        core = _core(template, style="informal", rng=rng, slots=slots)
+        core = core_of(template, style="informal", rng=rng, slots=slots)
         composed = compose_chat([ChatLine("self", core.text, tuple(core.spans))], parts, persona)
     else:  # chatter
         channel = "chat"

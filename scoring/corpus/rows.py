@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 
-from scoring.corpus.framing import PADDING_POSITIONS, frame_padded, frame_short, lead_in
-from scoring.corpus.messages import Message
-from scoring.corpus.render import InformalStyle, Rendered, render
+from scoring.corpus.framing import PADDING_POSITIONS, frame_padded, frame_short
+from scoring.corpus.messages import Message, core_of
+from scoring.corpus.render import Rendered
 from scoring.corpus.schema import CHANNELS, NO_CLAIM, CorpusError
 from scoring.corpus.vocab import BASE, Slots, Vocabulary, draw_persona
 
@@ -36,10 +36,7 @@ def render_message(
     persona = draw_persona(rng)
     channel = rng.choices(CHANNELS, weights=CHANNEL_WEIGHTS[style])[0]
     slots = Slots(rng, persona, vocabulary)
-    transform = InformalStyle(rng) if style == "informal" else None
-    core = render(template, rng=rng, slot=slots, transform=transform)
-    if transform is None:
-        core = lead_in(core, rng=rng, slot=slots)
+    core = core_of(template, style=style, rng=rng, slots=slots)
     if style == "padded":
         framed = frame_padded(
             core,
