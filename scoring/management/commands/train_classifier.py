@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from argparse import BooleanOptionalAction
 from dataclasses import replace
 
 from django.conf import settings
@@ -70,8 +71,10 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--length-calibration",
-            action="store_true",
-            help="Also fit on val a length term: log-odds lowered by penalty x ln(routing windows).",
+            action=BooleanOptionalAction,
+            default=DEFAULTS.length_calibration,
+            help="Also fit on val a length term: log-odds lowered by penalty x ln(routing windows) "
+            "(on by default; --no-length-calibration: the best window's score alone).",
         )
         parser.add_argument(
             "--erase-rationales",
@@ -125,8 +128,7 @@ class Command(BaseCommand):
             )
             if options["no_calibration"]:
                 config = replace(config, calibrate=False)
-            if options["length_calibration"]:
-                config = replace(config, length_calibration=True)
+            config = replace(config, length_calibration=options["length_calibration"])
             version = model_version_train(
                 config=config,
                 name=options["name"] or default_version_name(),

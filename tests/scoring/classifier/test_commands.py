@@ -163,12 +163,12 @@ def test_train_classifier_registers_an_inactive_version_and_prints_test_metrics(
         name="cmd-model",
         extra=[str(extra)],
         no_progress=True,
-        length_calibration=True,
     )
 
     version = ModelVersion.objects.get(name="cmd-model")
     assert not version.is_active
     manifest = json.loads((tiny_training_settings.MODELS_DIR / "cmd-model" / "claimwatch.json").read_text())
+    # the length term is fitted by default (--no-length-calibration leaves it out)
     assert manifest["hyperparameters"]["length_calibration"] is True and manifest["length_penalty"] >= 0.0
     assert (tiny_training_settings.MODELS_DIR / "cmd-model" / "model.safetensors").is_file()
     assert version.extra_data[0]["rows"] == 1
