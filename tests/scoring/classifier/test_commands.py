@@ -4,6 +4,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from scoring.management.commands.train_classifier import Command as TrainClassifier
 from scoring.models import ModelActivation, ModelVersion
 from scoring.services.model_versions import model_version_register
 from tests.support.models import save_training, write_jsonl
@@ -175,6 +176,14 @@ def test_train_classifier_registers_an_inactive_version_and_prints_test_metrics(
     assert "registered model version cmd-model" in output
     assert "test split without novel_phrasing" in output
     assert "bar: overall recall" in output
+
+
+def test_train_classifier_fits_the_length_term_unless_told_not_to():
+    parser = TrainClassifier().create_parser("manage.py", "train_classifier")
+
+    assert parser.parse_args([]).length_calibration is True
+    assert parser.parse_args(["--length-calibration"]).length_calibration is True
+    assert parser.parse_args(["--no-length-calibration"]).length_calibration is False
 
 
 def test_train_classifier_with_a_bad_extra_file_changes_nothing(tiny_training_settings, tmp_path):
