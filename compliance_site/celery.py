@@ -12,10 +12,14 @@ import os
 
 from celery import Celery
 from kombu import Queue
+from kombu.transport import TRANSPORT_ALIASES
 
 from core import queues
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "compliance_site.settings")
+# `filesystem://` (the embedded default) publishes each message whole (core/broker.py); kombu
+# resolves a URL's scheme through this table, so every process that loads the app gets it.
+TRANSPORT_ALIASES["filesystem"] = "core.broker:Transport"
 
 app = Celery("compliance_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
