@@ -37,16 +37,16 @@ run: model
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(VENV)/bin/honcho -f Procfile.dev start
 
-# The whole suite, in three runs: everything but the real model's and the browser tests in
-# TEST_WORKERS processes (pytest-xdist, one torch thread each); the real model's tests in one
-# process with every core (training it is most of the suite's CPU time); the browser tests in one
-# process (one Chromium, Django's async-safety check off while it lives). Marks: tests/conftest.py.
-# --durations: the slowest tests of every run (CI's log included) say where the suite's time goes.
+# The whole suite, in two runs: everything but the real model's and the browser tests in
+# TEST_WORKERS processes (pytest-xdist, one torch thread each); then, in one process with every
+# core, the real model's tests (training it is most of the suite's CPU time) and after them the
+# browser tests (one Chromium, Django's async-safety check off while it lives: they run last, see
+# tests/conftest.py, where the marks are). One process for both saves a start-up and a test
+# database. --durations: the slowest tests of each run (CI's log included) say where the time goes.
 TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(PY) -m pytest -n $(TEST_WORKERS) -m "not browser and not trained_model" --durations=30
-	$(PY) -m pytest -m "trained_model and not browser" --durations=10
-	$(PY) -m pytest -m browser --durations=10
+	$(PY) -m pytest -m "trained_model or browser" --durations=20
 
 # The development loop: everything but the browser tests and the tests that train or load the
 # real model (markers `browser` and `slow`), in TEST_WORKERS processes. `make test` stays the
