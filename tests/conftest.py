@@ -114,16 +114,17 @@ from tests.support.models import (  # noqa: E402, F401
 TRAINING_ALLOWANCE_S = 1500
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the marks below are given here
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # marks before `-m` deselects, order after all
 def pytest_collection_modifyitems(config, items):
     # The browser tests run after all the others, in their collected order: the session's one
     # Chromium (tests/support/browser.py) switches Django's async-safety check off while it lives,
-    # and no other test may run with it off. `make test` runs them in a run of their own (-m
-    # browser), so every test that uses the fixture carries the mark.
+    # and no other test may run with it off. `make test` runs them last in the real model's run
+    # (-m "trained_model or browser"), so every test that uses the fixture carries the mark. They
+    # are moved after the other hooks ran (pytest-django puts the tests without a database, such
+    # as test_quality's, after the transactional ones, the browser tests among those).
     in_browser = [i for i in items if i.get_closest_marker("browser") or "browser" in i.fixturenames]
     for item in in_browser:
         item.add_marker(pytest.mark.browser)
-    items[:] = [i for i in items if i not in in_browser] + in_browser
     # The tests of the real trained model: `make test` runs them in one process with every core
     # (training it is most of the suite's CPU time), the rest in parallel before them.
     default = int(float(config.getini("timeout") or 0))
@@ -133,3 +134,6 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(pytest.mark.trained_model)
         if default and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(default + TRAINING_ALLOWANCE_S))
+    yield
+    browser_last = [i for i in items if i.get_closest_marker("browser")]
+    items[:] = [i for i in items if not i.get_closest_marker("browser")] + browser_last
