@@ -5,7 +5,6 @@ inside it, and no row is a message of a hand-written evaluation set (those are n
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -20,9 +19,8 @@ FEEDBACK = Path(settings.BASE_DIR) / "scoring" / "corpus" / "feedback" / "review
 
 def test_every_feedback_row_is_a_valid_extra_row_with_its_claim_phrase_marked():
     rows = read_rows(FEEDBACK, corpus=False)
-    raw = [json.loads(line) for line in FEEDBACK.read_text(encoding="utf-8").splitlines()]
 
-    assert len(rows) == len(raw) == 200
+    assert len(rows) == 200
     assert Counter(r["label"] for r in rows) == {0: 130, 1: 70}
     assert {r["claim_type"] for r in rows if r["label"] == 1} == set(CLAIM_TYPE_CODES)
     assert all(len(r["rationales"]) == 1 for r in rows if r["label"] == 1)
@@ -31,7 +29,7 @@ def test_every_feedback_row_is_a_valid_extra_row_with_its_claim_phrase_marked():
 
 
 def test_no_feedback_row_is_a_message_of_a_hand_written_evaluation_set():
-    bodies = {json.loads(line)["body"].strip() for line in FEEDBACK.read_text(encoding="utf-8").splitlines()}
+    bodies = {row["body"].strip() for row in read_rows(FEEDBACK, corpus=False)}
     sets = sorted(Path(settings.EVALUATION_SETS_DIR).glob("*.jsonl"))
 
     assert sets
