@@ -78,8 +78,10 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--erase-rationales",
-            action="store_true",
-            help="Also train on every claim with its claim phrases deleted, as no_claim.",
+            action=BooleanOptionalAction,
+            default=DEFAULTS.erase_rationales,
+            help="Also train on every claim with its claim phrases deleted, as no_claim (on by default; "
+            "--no-erase-rationales: the claims as written only).",
         )
         parser.add_argument(
             "--contrastive-pairs",

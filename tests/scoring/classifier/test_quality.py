@@ -76,10 +76,15 @@ def _training_record(artifact) -> dict:
 
 
 # The bars of issue 15 that the default configuration reaches on this machine kind, asserted here on
-# a fresh Scorer. Not asserted, because not reached yet (README, "The model", has the figures):
-# on the family-disjoint test split recall and precision >= 0.95, recall >= 0.90 for every claim
-# type and a padded recall gap <= 0.05; on the hand-written set routed recall >= 0.90, precision
-# >= 0.85, hard-negative FPR <= 0.05 and ECE <= 0.05; ordinary traffic routed <= 2 %.
+# a fresh Scorer (the faithfulness bars on the canaries: tests/explanations/test_canary_faithfulness.py).
+# Not asserted, because not reached yet (README, "The model", has the figures): on the
+# family-disjoint test split recall and precision >= 0.95 and recall >= 0.90 for every claim type;
+# on the hand-written set hard-negative FPR <= 0.05 and ECE <= 0.05; ordinary traffic routed <= 2 %.
+# Reached by the default (seed 13) but not by seeds 14 and 15, so not asserted as a property of the
+# method: the hand-written set's routed recall >= 0.90 (0.914; 0.898 and 0.898). Reached by all
+# three by one to six messages, measured on bf16 weights only and needing the rule set's routing:
+# its routed precision >= 0.85 (0.860, 0.871, 0.891). The padded recall gap (<= 0.05: 0.038) is in
+# metrics.json's quality bar.
 
 
 def test_novel_phrasing_claims_are_recalled_at_high_precision(trained_model_artifact, test_split_scored):
