@@ -253,6 +253,13 @@ def model_card(manifest: dict, metrics: dict) -> str:
         f"- extra training rows (train split only): {sum(e.get('rows', 0) for e in extra)} from "
         f"{len(extra)} file(s)"
         + "".join(f"\n  - `{e['path']}` sha256 `{e['sha256']}`, {e['rows']} rows" for e in extra),
+        "- erased claims: "
+        + (
+            "every training claim also seen with its claim phrases (rationale spans) deleted, as "
+            "no_claim, so that its evidence is the claim's words"
+            if hp.get("erase_rationales")
+            else "none (the claims as written only)"
+        ),
         "- hyper-parameters: " + ", ".join(f"{k}={v}" for k, v in sorted(hp.items())),
     ]
     training = metrics.get("training") or {}

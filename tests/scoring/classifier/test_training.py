@@ -6,6 +6,7 @@ import torch
 from scoring.classifier.artifacts import (
     EVAL_SCORES_NAME,
     artifact_sha256,
+    model_card,
     read_eval_rows,
     read_manifest,
     read_metrics,
@@ -267,3 +268,16 @@ def test_the_model_card_states_scope_limits_and_measured_figures(tiny_model_arti
     assert "synthetic" in card
     assert "Threshold" in card and "recall" in card
     assert "In-distribution test split" in card
+    # the tiny model trains on its claims as written (tests/support/models.py), the default does not
+    assert "- erased claims: none (the claims as written only)" in card
+
+
+def test_the_model_card_says_when_the_claims_were_also_trained_erased(tiny_model_artifact):
+    manifest = read_manifest(tiny_model_artifact)
+    metrics = json.loads((tiny_model_artifact / "metrics.json").read_text())
+    erased = {**manifest, "hyperparameters": {**manifest["hyperparameters"], "erase_rationales": True}}
+
+    card = model_card(erased, metrics)
+
+    assert "- erased claims: every training claim also seen with its claim phrases" in card
+    assert "erase_rationales=True" in card
