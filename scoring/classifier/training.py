@@ -101,7 +101,7 @@ class TrainConfig:
     negatives_per_message: int = 2
     # also train on each claim with its claim phrases deleted, as no_claim. On since 2026-12-06
     # (seventh session; README "Erasing the claim phrases"): over three seeds the model's top words
-    # carry its flag (IG canary pass rate 0.88-0.94 against 0.73) and it recalls more hand-written
+    # carry its flag (IG canary pass rate 0.88-0.94 against 0.65-0.73) and it recalls more hand-written
     # claims, for about a fifth more training.
     erase_rationales: bool = True
     target_recall: float = DEFAULT_TARGET_RECALL

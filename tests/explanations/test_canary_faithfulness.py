@@ -3,11 +3,12 @@ words Integrated Gradients names must carry the flag (pass rate >= 0.85) while r
 through the same rule must not (<= 0.20). The report is the one `faithfulness_report --on canary`
 stores, computed with the product's IG settings.
 
-Measured on models trained with bf16 autocast (AMD EPYC with AVX512-BF16 and Intel Xeon with AMX
-train the same weights): the default (claim phrases erased, seed 13) passes IG 0.882 and random
-words 0.118 on 34 canaries; seeds 14 and 15 pass IG 0.912 and 0.941 (README, "Erasing the claim
-phrases"). A float32 training (a CPU without bf16) gives other weights whose canary figures were
-never measured, so there the test says so and skips instead of asserting an unmeasured bar."""
+Measured on models trained with bf16 autocast (with seed 13 an AMD EPYC with AVX512-BF16 and an
+Intel Xeon with AMX measured the same figures to the message): the default (claim phrases erased,
+seed 13) passes IG 0.882 and random words 0.118 on 34 canaries; seeds 14 and 15 pass IG 0.912
+and 0.941 (README, "Erasing the claim phrases"). A float32 training (a CPU without bf16) gives
+other weights whose canary figures were never measured, so there the test says so and skips
+instead of asserting an unmeasured bar."""
 
 from __future__ import annotations
 
