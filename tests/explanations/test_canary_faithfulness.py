@@ -3,12 +3,13 @@ words Integrated Gradients names must carry the flag (pass rate >= 0.85) while r
 through the same rule must not (<= 0.20). The report is the one `faithfulness_report --on canary`
 stores, computed with the product's IG settings.
 
-Measured on models trained with bf16 autocast (with seed 13 an AMD EPYC with AVX512-BF16 and an
-Intel Xeon with AMX measured the same figures to the message): the default (claim phrases erased,
-seed 13) passes IG 0.882 and random words 0.118 on 34 canaries; seeds 14 and 15 pass IG 0.912
-and 0.941 (README, "Erasing the claim phrases"). A float32 training (a CPU without bf16) gives
-other weights whose canary figures were never measured, so there the test says so and skips
-instead of asserting an unmeasured bar."""
+Measured on models trained with bf16 autocast: the default (claim phrases erased, seed 13) passes
+IG 0.882 and random words 0.118 on 34 canaries when trained on an Intel Xeon with AMX, and 0.879
+and 0.152 on 33 when trained on an AMD EPYC with AVX512-BF16 (the two CPUs' bf16 kernels give
+weights a little apart); seeds 14 and 15 pass IG 0.912 and 0.941 on the AMX host (README, "Erasing
+the claim phrases" and "The same default trained on another host"). A float32 training (a CPU
+without bf16) gives other weights whose canary figures were never measured, so there the test
+says so and skips instead of asserting an unmeasured bar."""
 
 from __future__ import annotations
 
