@@ -152,6 +152,28 @@ def test_a_versions_page_shows_the_hand_written_sets_by_kind_and_its_reliability
     assert client.get(f"/review/models/{version.pk}/").status_code == 403
 
 
+def test_the_page_says_when_the_routed_rows_were_measured_without_rules(client, auditor):
+    table = {
+        "ece": 0.041,
+        "n": 10,
+        "bins": [{"low": 0.9, "high": 1.0, "n": 4, "mean_score": 0.93, "claim_share": 1.0}],
+    }
+    decisions = {key: {"overall": _counts(9, 1, 1, 9), "per_kind": {}} for key in ("routed", "flagged")}
+    sets = {"evaluation_sets": {"eval": {"decisions": decisions, "calibration": table}}}
+    without = ModelVersionFactory(
+        name="v-no-rules", metrics={**sets, "routing_rules": "none (model flag only)"}
+    )
+    with_rules = ModelVersionFactory(name="v-rules", metrics={**sets, "routing_rules": "the active rule set"})
+    client.force_login(auditor)
+
+    html = client.get(f"/review/models/{without.pk}/").content.decode()
+    assert "This version was measured without rules" in html
+
+    html = client.get(f"/review/models/{with_rules.pk}/").content.decode()
+    assert "measured without rules" not in html
+    assert "Measured with the rule set that was active when the version was trained" in html
+
+
 def test_a_version_without_hand_written_figures_says_so(client, auditor):
     version = ModelVersionFactory(name="v-old-metrics", metrics={})
     client.force_login(auditor)
