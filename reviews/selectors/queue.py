@@ -107,6 +107,7 @@ def queue_list(queryset: QuerySet[Message]) -> QuerySet[Message]:
             "route_reason",
             "routing_prediction__score",
             "routing_prediction__threshold",
+            "routing_prediction__flagged",
             "routing_prediction__claim_type__name",
             "routing_prediction__claim_type__position",
             "routing_prediction__model_version__name",

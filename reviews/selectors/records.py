@@ -69,6 +69,7 @@ def escalated_messages() -> QuerySet[Message]:
             "escalated_at",
             "queue_score",
             "routing_prediction__score",
+            "routing_prediction__flagged",
             "routing_prediction__claim_type__name",
         )
         .annotate(

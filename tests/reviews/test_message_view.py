@@ -49,6 +49,23 @@ def test_the_evidence_panel_shows_score_threshold_type_model_version_and_rule(re
     assert f"{match.rule_code}</span> (rule set v{match.rule_set_version}" in html
 
 
+def test_a_qa_sample_below_the_threshold_shows_its_type_as_the_closest_not_as_predicted(reviewer_client):
+    # given a message the model did not flag (a QA sample) and one it flagged
+    sampled = reviewable_message(
+        body="Lunch is at noon on Friday.", score=0.02, qa_sample=True, rule_phrase=None
+    )
+    flagged = reviewable_message(score=0.91)
+
+    # then the unflagged one's claim type reads as the nearest, with the model's "no claim"
+    html = page(reviewer_client, sampled)
+    assert "Closest claim type" in html and "Predicted claim type" not in html
+    assert "below the threshold: the model predicts no claim" in html
+    html = page(reviewer_client, flagged)
+    assert "Predicted claim type" in html and "Closest claim type" not in html
+    queue = reviewer_client.get(reverse("reviews:queue")).content.decode()
+    assert "not flagged (closest: Guaranteed returns)" in queue
+
+
 def test_a_passed_check_says_the_highlight_explains_the_flag_with_its_numbers(reviewer_client):
     message = reviewable_message()
     html = page(reviewer_client, message)
