@@ -43,6 +43,17 @@
 
   var aopc = document.getElementById("faithfulness-aopc");
   if (aopc && data.aopc.length) {
+    // Ticks at the measured deletion levels only: a log axis over 1-50 % otherwise labels its
+    // minor ticks with bare digits ("6 9 1 2 3 ... 10 2 3") that read as data.
+    var levels = [];
+    data.aopc.forEach(function (curve) {
+      curve.x.forEach(function (x) {
+        if (levels.indexOf(x) < 0) levels.push(x);
+      });
+    });
+    levels.sort(function (a, b) {
+      return a - b;
+    });
     Plotly.newPlot(
       aopc,
       data.aopc.map(function (curve) {
@@ -57,7 +68,14 @@
       }),
       {
         title: { text: "Comprehensiveness as more top words are deleted (AOPC is its mean)" },
-        xaxis: { title: { text: "% of the words deleted (top-ranked first)" }, type: "log" },
+        xaxis: {
+          title: { text: "% of the words deleted (top-ranked first)" },
+          type: "log",
+          tickvals: levels,
+          ticktext: levels.map(function (x) {
+            return x + " %";
+          }),
+        },
         yaxis: { title: { text: "score drop" } },
         height: 400,
       },
