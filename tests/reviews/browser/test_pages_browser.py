@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from core.roles import Role
+from scoring.classifier.threshold import describe_rule
 from scoring.constants import MessageStatus
 from scoring.models import Conversation, ModelComparison
 from tests.factories import (
@@ -25,7 +26,7 @@ from tests.reviews.browser.conftest import sign_in
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 
-def test_no_page_logs_a_console_error_or_breaks_the_csp(new_page, monitored, settings):  # noqa: F811
+def test_no_page_logs_a_console_error_breaks_the_csp_or_overflows_the_window(new_page, monitored, settings):  # noqa: F811
     settings.DOUBLE_REVIEW_RATE = 1.0  # blind pairs, so that the reviewers page draws its kappa chart
     first = UserFactory(username="pair_first", role=Role.REVIEWER)
     second = UserFactory(username="pair_second", role=Role.REVIEWER)
@@ -36,7 +37,8 @@ def test_no_page_logs_a_console_error_or_breaks_the_csp(new_page, monitored, set
     MessageFactory(status=MessageStatus.FAILED, failed_at=timezone.now(), status_reason="crashed alone")
     thread = Conversation.objects.create(kind=Conversation.Kind.EMAIL_THREAD, key="email:p@x", title="Fund")
     MessageFactory(conversation=thread, subject="Fund")
-    challenger = ModelVersionFactory(name="v-challenger")
+    # the rule in words as training stores it: the longest text of the models page's table
+    challenger = ModelVersionFactory(name="v-challenger", threshold_rule=describe_rule(0.90, 0.80))
     comparison = ModelComparison.objects.create(
         baseline=monitored, candidate=challenger, status=ModelComparison.Status.DONE, results={}
     )
@@ -78,8 +80,15 @@ def test_no_page_logs_a_console_error_or_breaks_the_csp(new_page, monitored, set
             for selector in drawn.split(", "):
                 page.wait_for_selector(selector, state="attached", timeout=60_000)
         page.wait_for_load_state("networkidle")
-        if page.console_errors or page.csp_violations:
-            problems[path] = {"console": list(page.console_errors), "csp": list(page.csp_violations)}
+        # nothing pushes the page sideways: a table cell that cannot wrap once made the models
+        # page 2,000 px wide in a 1,300 px window
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        if page.console_errors or page.csp_violations or overflow > 0:
+            problems[path] = {
+                "console": list(page.console_errors),
+                "csp": list(page.csp_violations),
+                "wider than the window by (px)": overflow,
+            }
 
     for path, drawn in signed_out.items():
         visit(path, drawn)
