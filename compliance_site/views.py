@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
 
@@ -32,9 +33,12 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(request, "home.html", context)
 
 
+@csrf_exempt
 def api_not_found(request: HttpRequest, *args: object, **kwargs: object) -> JsonResponse:
-    """Any address under /api/ that names no endpoint (`/api/messages/abc/`): the API's JSON 404,
-    not the site's HTML page."""
+    """Any address under /api/ that names no endpoint (`/api/messages/abc/`), by any method: the
+    API's JSON 404, not the site's HTML page. Exempt from the CSRF check, which would otherwise
+    answer a token client's POST with the HTML "CSRF verification failed" page: it reads nothing
+    and changes nothing."""
     error = {"code": "not_found", "message": "There is no API endpoint at this address.", "details": None}
     return JsonResponse({"error": error}, status=404)
 

@@ -227,6 +227,21 @@ def test_an_unknown_message_id_is_404(api):
     assert error_code(response) == "not_found"
 
 
+@pytest.mark.parametrize("method", ["get", "post", "put", "delete"])
+def test_an_address_that_names_no_endpoint_is_the_apis_json_404_for_every_method(service_account, method):
+    # a feed posting to a mistyped address with its token (no session, no CSRF cookie): the
+    # answer is the API's JSON 404, not the site's HTML "CSRF verification failed" page
+    client = APIClient(enforce_csrf_checks=True)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_issue(user=service_account).token}")
+
+    response = getattr(client, method)("/api/messages/email/", good(), format="json")
+
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert error_code(response) == "not_found"
+    assert Message.objects.count() == 0
+
+
 # --- who may ingest ------------------------------------------------------------------------
 
 
