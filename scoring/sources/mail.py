@@ -419,8 +419,8 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
         kinds = sorted({part.get_content_type() for part in message.walk() if not part.is_multipart()})
         raise SourceError(
             "no_text_part",
-            "the message has no text to read: no text/plain or text/html part and no text attachment "
-            f"(its parts: {', '.join(kinds) or 'none'}).",
+            "the message has no text to read: no text/plain or text/html part with text in it and no "
+            f"text attachment (its parts: {', '.join(kinds) or 'none'}).",
         )
     body, attachments = _layout(text, reader.attachments)
     references = _ids(_header(message, "References"))
