@@ -39,12 +39,32 @@ def _errors_for(path: str, operation: dict[str, Any]) -> list[str]:
     return statuses
 
 
+# A free-text query parameter may not hold a NUL character: django-filter refuses it (400, "Null
+# characters are not allowed") and no stored text could match it. The schema says so.
+NO_NUL = "^[^\\x00]*$"
+
+
+def _free_text_query_strings(operation: dict[str, Any]) -> list[dict[str, Any]]:
+    """The schemas of an operation's query parameters that are free strings (no enum, format or
+    pattern of their own)."""
+    found = []
+    for parameter in operation.get("parameters", []):
+        schema = parameter.get("schema", {})
+        free = not {"enum", "format", "pattern"} & set(schema)
+        if parameter.get("in") == "query" and schema.get("type") == "string" and free:
+            found.append(schema)
+    return found
+
+
 def add_error_responses(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: the Error component's statuses on every operation
     that can answer them, each documented with the Error body (a view's own description of a
-    status, such as a 409, is kept)."""
+    status, such as a 409, is kept); and a free-text query parameter's pattern, which refuses a
+    NUL character as the API does."""
     for path, methods in result.get("paths", {}).items():
         for operation in methods.values():
+            for schema in _free_text_query_strings(operation):
+                schema["pattern"] = NO_NUL
             responses = operation.setdefault("responses", {})
             for status in _errors_for(path, operation):
                 response = responses.setdefault(status, {"description": ERROR_STATUSES[status]})

@@ -334,7 +334,8 @@ REST_FRAMEWORK = {
     # Writes count against API_THROTTLE_INGEST, reads against API_THROTTLE_READ, per account.
     "DEFAULT_THROTTLE_CLASSES": ["core.throttling.IngestOrReadThrottle"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    # django-filter, refusing a query parameter the endpoint does not read (core/filters.py)
+    "DEFAULT_FILTER_BACKENDS": ["core.filters.StrictFilterBackend"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "core.api_errors.exception_handler",

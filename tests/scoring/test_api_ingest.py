@@ -273,3 +273,40 @@ def test_reviewers_auditors_and_outsiders_cannot_ingest(request, persona):
 
     assert single.status_code == bulk.status_code == 403
     assert Message.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "query", ["since=2026-01-01", "recieved_after=2026-01-01T00:00:00Z", "status=received&limit=5"]
+)
+def test_a_query_parameter_the_status_list_does_not_read_is_a_400_naming_it(api, query):
+    # a misspelt or invented filter would otherwise be ignored: every message, read as filtered
+    response = api.get(f"/api/messages/status/?{query}")
+
+    assert response.status_code == 400
+    assert error_code(response) == "invalid"
+    unknown = [part.split("=")[0] for part in query.split("&") if part.split("=")[0] != "status"]
+    assert set(response.json()["error"]["details"]) == set(unknown)
+    message = response.json()["error"]["message"]
+    assert "received_after" in message and "page_size" in message and "cursor" in message
+
+
+def test_the_parameters_the_status_list_reads_are_accepted(api):
+    response = api.get(
+        "/api/messages/status/?status=received&received_after=2026-01-01T00:00:00Z&page_size=5"
+    )
+
+    assert response.status_code == 200
+
+
+def test_a_nul_character_in_a_text_filter_is_a_400_as_the_schema_says(api):
+    from compliance_site.api_schema import NO_NUL
+
+    response = api.get("/api/messages/status/?external_id=a%00b")
+
+    assert response.status_code == 400
+    assert error_code(response) == "invalid" and "external_id" in response.json()["error"]["details"]
+    schema = api.get("/api/schema/?format=json").json()
+    parameters = {
+        p["name"]: p["schema"] for p in schema["paths"]["/api/messages/status/"]["get"]["parameters"]
+    }
+    assert parameters["external_id"]["pattern"] == NO_NUL
