@@ -262,6 +262,7 @@ def model_detail(request: HttpRequest, pk: int) -> HttpResponse:
         # metrics.json's "routing_rules": a training called without rules (train(), as tests and
         # scripts call it; the service passes the active set) measured its Routed rows by the flag alone.
         "measured_without_rules": (metrics.get("routing_rules") or "").startswith("none"),
+        "measured_with_rules": (metrics.get("routing_rules") or "").startswith("the active"),
         "chart_data": reliability_chart(metrics),
         "slices": sorted((metrics.get("test_in_distribution") or {}).get("per_slice", {}).items()),
         "per_type": sorted((metrics.get("test_in_distribution") or {}).get("per_claim_type", {}).items()),

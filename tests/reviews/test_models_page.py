@@ -173,6 +173,10 @@ def test_the_page_says_when_the_routed_rows_were_measured_without_rules(client, 
     assert "measured without rules" not in html
     assert "Measured with the rule set that was active when the version was trained" in html
 
+    unknown = ModelVersionFactory(name="v-rules-unknown", metrics=sets)  # metrics from before the key
+    html = client.get(f"/review/models/{unknown.pk}/").content.decode()
+    assert "measured without rules" not in html and "Measured with the rule set" not in html
+
 
 def test_a_version_without_hand_written_figures_says_so(client, auditor):
     version = ModelVersionFactory(name="v-old-metrics", metrics={})
