@@ -17,6 +17,7 @@ from governance.forms import ActivateForm, CompareForm, ThresholdForm
 from governance.services.comparisons import model_comparison_request
 from governance.services.model_versions import model_version_activate, model_version_with_threshold
 from governance.services.shadow import model_version_set_shadow
+from scoring.constants import ROUTING_RULES_ACTIVE, ROUTING_RULES_NONE
 from scoring.errors import ScoringError
 
 READ = (Role.COMPLIANCE_ADMIN, Role.AUDITOR)
@@ -261,8 +262,8 @@ def model_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "evaluation": evaluation_tables(metrics),
         # metrics.json's "routing_rules": a training called without rules (train(), as tests and
         # scripts call it; the service passes the active set) measured its Routed rows by the flag alone.
-        "measured_without_rules": (metrics.get("routing_rules") or "").startswith("none"),
-        "measured_with_rules": (metrics.get("routing_rules") or "").startswith("the active"),
+        "measured_without_rules": metrics.get("routing_rules") == ROUTING_RULES_NONE,
+        "measured_with_rules": metrics.get("routing_rules") == ROUTING_RULES_ACTIVE,
         "chart_data": reliability_chart(metrics),
         "slices": sorted((metrics.get("test_in_distribution") or {}).get("per_slice", {}).items()),
         "per_type": sorted((metrics.get("test_in_distribution") or {}).get("per_claim_type", {}).items()),

@@ -101,3 +101,9 @@ class RouteReason(models.TextChoices):
     MODEL_AND_RULE = "model_and_rule", "Model flag and rule match"
     QA_SAMPLE = "qa_sample", "Random QA sample below threshold"
     CLEARED = "cleared", "Below threshold, no rule"
+
+
+# metrics.json's "routing_rules": what a version's evaluation sets' "routed" decisions were
+# measured with (training writes it, the version page reads it).
+ROUTING_RULES_ACTIVE = "the active rule set"
+ROUTING_RULES_NONE = "none (model flag only)"

@@ -71,7 +71,7 @@ from scoring.classifier.threshold import (
     choose_threshold,
     describe_rule,
 )
-from scoring.constants import CLASS_LABELS
+from scoring.constants import CLASS_LABELS, ROUTING_RULES_ACTIVE, ROUTING_RULES_NONE
 from scoring.segmentation import SEGMENTATION_VERSION
 
 logger = logging.getLogger(__name__)
@@ -610,7 +610,7 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
             "test": reliability([r["score"] for r in test_scored], [r["label"] for r in test_scored]),
         },
         "evaluation_sets": evaluation,
-        "routing_rules": "the active rule set" if rules is not None else "none (model flag only)",
+        "routing_rules": ROUTING_RULES_ACTIVE if rules is not None else ROUTING_RULES_NONE,
         "notes": {
             "test": "whole test split (family-disjoint from train and val), novel_phrasing included",
             "test_in_distribution": "test split without the novel_phrasing slice: the quality bar applies",

@@ -7,6 +7,7 @@ from unittest import mock
 
 import pytest
 
+from scoring.constants import ROUTING_RULES_ACTIVE, ROUTING_RULES_NONE
 from scoring.models import ModelActivation, ModelComparison, ModelVersion
 from tests.factories import ModelVersionFactory
 
@@ -160,10 +161,8 @@ def test_the_page_says_when_the_routed_rows_were_measured_without_rules(client, 
     }
     decisions = {key: {"overall": _counts(9, 1, 1, 9), "per_kind": {}} for key in ("routed", "flagged")}
     sets = {"evaluation_sets": {"eval": {"decisions": decisions, "calibration": table}}}
-    without = ModelVersionFactory(
-        name="v-no-rules", metrics={**sets, "routing_rules": "none (model flag only)"}
-    )
-    with_rules = ModelVersionFactory(name="v-rules", metrics={**sets, "routing_rules": "the active rule set"})
+    without = ModelVersionFactory(name="v-no-rules", metrics={**sets, "routing_rules": ROUTING_RULES_NONE})
+    with_rules = ModelVersionFactory(name="v-rules", metrics={**sets, "routing_rules": ROUTING_RULES_ACTIVE})
     client.force_login(auditor)
 
     html = client.get(f"/review/models/{without.pk}/").content.decode()
