@@ -74,14 +74,15 @@ def corpus_sets(corpus_rows: Sequence[dict], *, drift_n: int) -> dict[str, list[
 def reviewed_rows(
     versions: Sequence[ModelVersion], *, since: datetime | None
 ) -> tuple[list[dict], dict[int, dict]]:
-    """Reviewed messages (standing decisions, escalations left out) with each version's stored
+    """Decided messages (their standing decisions; escalated messages and those waiting for a
+    second reviewer left out: `FinalDecision.is_final`) with each version's stored
     prediction; a version that has no prediction for a message gets None (scored later)."""
     from reviews.models import Verdict
     from reviews.training_data import final_decisions
 
     rows = []
     for decision in final_decisions(since=since):
-        if decision.verdict == Verdict.ESCALATE:
+        if not decision.is_final:
             continue
         is_claim = decision.verdict == Verdict.CLAIM
         rows.append(

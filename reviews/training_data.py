@@ -1,9 +1,11 @@
 """Reviewed decisions as labelled training data (the brief: collect new phrasings as labelled
 examples and fine-tune a new version; do not move the threshold).
 
-A message's label is its latest decision that no later decision superseded. Messages whose
-latest decision is an escalation are left out (nobody has decided them), and so are bodies
-whose messages were decided differently (contradictory). Rows are de-duplicated by body and
+A message's label is its latest decision that no later decision superseded, and only once the
+message is decided: a message whose latest decision is an escalation, or that is still in review
+or escalated for another reason (a blind double review waiting for its second reviewer, or whose
+two reviewers disagreed and wait for a compliance admin), is left out: nobody has decided it. So
+are bodies whose messages were decided differently (contradictory). Rows are de-duplicated by body and
 carry their provenance, so a trained version can say where its extra data came from."""
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from reviews.models import ReviewDecision, Verdict
-from scoring.constants import NO_CLAIM
+from scoring.constants import NO_CLAIM, MessageStatus
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,13 @@ class FinalDecision:
     verdict: str
     claim_type: str | None
     agrees_with_model: bool | None
+    message_status: str = MessageStatus.DECIDED
+
+    @property
+    def is_final(self) -> bool:
+        """Whether this decision labels the message: the message is decided, not escalated or
+        waiting for a second reviewer, and the decision is not an escalation."""
+        return self.message_status == MessageStatus.DECIDED and self.verdict != Verdict.ESCALATE
 
 
 @dataclass
@@ -46,20 +55,30 @@ class ExportSummary:
 
 
 def final_decisions(*, since: datetime | None = None) -> Iterator[FinalDecision]:
-    """Each decided message's standing decision (latest by chain sequence among those nobody
-    superseded), oldest message first. One query, streamed."""
+    """Each reviewed message's standing decision (latest by chain sequence among those nobody
+    superseded) with the message's status, oldest message first; `FinalDecision.is_final` says
+    whether it labels the message. One query, streamed."""
     decisions = ReviewDecision.objects.filter(superseded_by__isnull=True)
     if since is not None:
         decisions = decisions.filter(created_at__gte=since)
     rows = decisions.order_by("message_id", "-sequence").values_list(
-        "message_id", "id", "reviewer_id", "verdict", "claim_type__code", "agrees_with_model", "message__body"
+        "message_id",
+        "id",
+        "reviewer_id",
+        "verdict",
+        "claim_type__code",
+        "agrees_with_model",
+        "message__body",
+        "message__status",
     )
     last_message = None
-    for message_id, decision_id, reviewer_id, verdict, code, agrees, body in rows.iterator(chunk_size=2000):
+    for message_id, decision_id, reviewer_id, verdict, code, agrees, body, status in rows.iterator(
+        chunk_size=2000
+    ):
         if message_id == last_message:
             continue  # an older standing decision of the same message: the newest one counts
         last_message = message_id
-        yield FinalDecision(message_id, body, decision_id, reviewer_id, verdict, code, agrees)
+        yield FinalDecision(message_id, body, decision_id, reviewer_id, verdict, code, agrees, status)
 
 
 def _label(decision: FinalDecision) -> tuple[int, str]:
@@ -74,7 +93,7 @@ def training_rows(decisions: Iterable[FinalDecision]) -> tuple[list[dict], Expor
     by_body: dict[str, list[FinalDecision]] = defaultdict(list)
     for decision in decisions:
         summary.messages += 1
-        if decision.verdict == Verdict.ESCALATE:
+        if not decision.is_final:
             summary.escalated_left_out += 1
             continue
         by_body[decision.body].append(decision)

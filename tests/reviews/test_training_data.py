@@ -7,7 +7,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from reviews.services import decision_record
+from reviews.services import decision_record, lock_claim_next
 from reviews.training_data import FinalDecision, training_data_export, training_rows
 from tests.factories import ReviewDecisionFactory, UserFactory, claim_type, reviewable_message
 
@@ -102,3 +102,27 @@ def test_the_export_page_is_for_compliance_admins_and_downloads_jsonl(client, ad
     assert download["Content-Disposition"].startswith("attachment;")
     assert json.loads(b"".join(download.streaming_content))["body"] == "Hi there."
     assert bad.status_code == 400
+
+
+def test_a_blind_double_review_is_left_out_until_it_is_decided(settings, admin_user):
+    """Drawn for a second review, a message is not decided yet; its two reviewers disagreeing
+    sends it to a compliance admin, and only the admin's decision labels it."""
+    settings.DOUBLE_REVIEW_RATE = 1.0
+    first, second = UserFactory(role="reviewer"), UserFactory(role="reviewer")
+    message = reviewable_message(body="Your capital is as safe as houses.")
+    ReviewDecisionFactory(message=message, reviewer=first, verdict="no_claim")
+    message.refresh_from_db()
+
+    waiting = training_data_export()
+    assert lock_claim_next(reviewer=second) == message
+    decision_record(message=message, reviewer=second, verdict="claim", claim_type=claim_type("risk_free"))
+    message.refresh_from_db()
+    disagreed = training_data_export()
+    decision_record(message=message, reviewer=admin_user, verdict="claim", claim_type=claim_type("risk_free"))
+    decided = training_data_export()
+
+    assert message.status == "escalated"
+    for rows, summary in (waiting, disagreed):
+        assert rows == [] and summary.escalated_left_out == 1
+    assert [(r["label"], r["claim_type"]) for r in decided[0]] == [(1, "risk_free")]
+    assert decided[1].escalated_left_out == 0
