@@ -123,6 +123,8 @@ class _DecisionFields(forms.Form):
             self.add_error("claim_type", "Choose the claim type of this claim.")
         if verdict and verdict != Verdict.CLAIM and data.get("claim_type"):
             self.add_error("claim_type", "A claim type is recorded only with a claim verdict.")
+        if "escalation_reason" in self.errors:
+            return data  # too long or not text: that error stands alone, not "say why" as well
         reason = data.get("escalation_reason", "")
         if verdict == Verdict.ESCALATE and not reason.strip():
             self.add_error("escalation_reason", "Say why this needs a compliance admin.")
@@ -144,19 +146,22 @@ class DecisionForm(_DecisionFields):
     field_order = ["verdict", "claim_type", "note", "escalation_reason"]
 
 
+FINAL_VERDICTS = [(Verdict.CLAIM, "Claim"), (Verdict.NO_CLAIM, "Not a claim")]
+
+
 class SecondLevelForm(_DecisionFields):
     """A compliance admin's decision on an escalated message."""
 
-    verdict = forms.ChoiceField(
-        choices=[(Verdict.CLAIM, "Claim"), (Verdict.NO_CLAIM, "Not a claim")],
-        widget=forms.RadioSelect,
-        label="Decision",
-    )
+    verdict = forms.ChoiceField(choices=FINAL_VERDICTS, widget=forms.RadioSelect, label="Decision")
     field_order = ["verdict", "claim_type", "note"]
 
 
-class CorrectionForm(DecisionForm):
-    """A correction: a new decision that supersedes the latest one, with a reason."""
+class CorrectionForm(_DecisionFields):
+    """A compliance admin's correction: a new decision that supersedes the latest one, with a
+    reason. Like the second-level decision it decides (claim or not a claim): escalating would send
+    a decided message back to the compliance admins who correct it (reviews.services refuses it)."""
+
+    verdict = forms.ChoiceField(choices=FINAL_VERDICTS, widget=forms.RadioSelect, label="Decision")
 
     supersedes = forms.ModelChoiceField(ReviewDecision.objects.all(), widget=forms.HiddenInput)
     supersede_reason = forms.CharField(
@@ -164,4 +169,4 @@ class CorrectionForm(DecisionForm):
         widget=forms.Textarea(attrs={"rows": 2}),
         label="Reason for the correction",
     )
-    field_order = ["verdict", "claim_type", "note", "escalation_reason", "supersede_reason", "supersedes"]
+    field_order = ["verdict", "claim_type", "note", "supersede_reason", "supersedes"]

@@ -166,6 +166,11 @@ def _validate(
         raise DecisionInvalid("An escalation reason is recorded only with an escalation.")
     if supersedes is not None and not supersede_reason.strip():
         raise DecisionInvalid("A correction needs a reason.")
+    if supersedes is not None and supersedes.is_second_level and verdict == Verdict.ESCALATE:
+        raise DecisionInvalid(
+            f"Decision #{supersedes.sequence} is a compliance admin's, which is final: a correction "
+            "of it decides (claim or not a claim) and cannot escalate the message again."
+        )
     if supersedes is None and supersede_reason.strip():
         raise DecisionInvalid("A correction reason needs the decision it corrects.")
     if len(note) > NOTE_MAX_LENGTH:
@@ -261,15 +266,16 @@ def decision_record(
 ) -> ReviewDecision:
     """Record a decision and move the message on, atomically.
 
-    Promises: the record holds a snapshot of the evidence judged (model version, score,
-    threshold, predicted claim type, rule matches, explanation and its verdict, QA flag) and
-    the derived agreement with the model; it is appended at the head of the hash chain; the
-    message moves in_review -> decided/escalated (escalated -> decided for a second-level
-    decision; a correction to an escalation moves decided -> escalated); the lock on the
-    message is released; the time from claim to decision is kept (DecisionTiming); blind double
-    review follows (reviews.double_review: a drawn decision puts the message back in review, a
-    second review that disagrees moves it to escalated). A duplicate submission raises
-    AlreadyDecided and writes nothing.
+    Promises: the record holds a snapshot of the evidence judged (model version, score, threshold,
+    predicted claim type, rule matches, explanation and its verdict, QA flag) and the derived
+    agreement with the model; it is appended at the head of the hash chain; the message moves
+    in_review -> decided/escalated (escalated -> decided for a second-level decision; a reviewer's
+    correction of their own decision to an escalation moves decided -> escalated, while a compliance
+    admin's decision, which is final, is corrected only by deciding); the lock on the message is
+    released; the time from claim to decision is kept (DecisionTiming); blind double review follows
+    (reviews.double_review: a drawn decision puts the message back in review, a second review that
+    disagrees moves it to escalated). A duplicate submission raises AlreadyDecided and writes
+    nothing.
     Raises a ReviewError subclass, with a message for the user, for any rule it refuses.
 
     `decided_at` is for replaying simulated history only (`simulate_traffic`); views never pass

@@ -219,7 +219,6 @@ def message_correct(request: HttpRequest, pk: int) -> HttpResponse:
             verdict=data["verdict"],
             claim_type=data["claim_type"],
             note=data["note"],
-            escalation_reason=data["escalation_reason"],
             supersedes=data["supersedes"],
             supersede_reason=data["supersede_reason"],
         )

@@ -245,6 +245,25 @@ def test_a_correction_needs_a_reason(reviewer, admin_user):
         decision_record(message=first.message, reviewer=admin_user, verdict="no_claim", supersedes=first)
 
 
+def test_a_compliance_admins_final_decision_is_corrected_by_deciding_never_by_escalating(
+    reviewer, admin_user
+):
+    escalation = ReviewDecisionFactory(reviewer=reviewer, verdict="escalate")
+    final = decision_record(message=escalation.message, reviewer=admin_user, verdict="no_claim")
+    with pytest.raises(DecisionInvalid, match="final"):
+        decision_record(
+            message=final.message,
+            reviewer=admin_user,
+            verdict="escalate",
+            escalation_reason="not sure after all",
+            supersedes=final,
+            supersede_reason="second thoughts",
+        )
+    final.message.refresh_from_db()
+    assert final.message.status == "decided"
+    assert ReviewDecision.objects.filter(message=final.message).count() == 2
+
+
 def test_decisions_form_a_hash_chain_from_the_genesis_hash(reviewer):
     decisions = [ReviewDecisionFactory(reviewer=reviewer) for _ in range(3)]
     assert [d.sequence for d in decisions] == [1, 2, 3]

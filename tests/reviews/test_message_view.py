@@ -254,6 +254,41 @@ def test_an_admin_records_a_correction_with_a_reason(reviewer, admin_client_):
     assert correction.supersede_reason == "Missed it."
 
 
+def test_a_correction_offers_no_escalation_and_refuses_one_posted(reviewer, admin_client_):
+    first = ReviewDecisionFactory(reviewer=reviewer, verdict="no_claim")
+    page = admin_client_.get(reverse("reviews:message", args=[first.message.pk]))
+    form = page.context["correction_form"]
+    refused = admin_client_.post(
+        reverse("reviews:correct", args=[first.message.pk]),
+        {
+            "verdict": "escalate",
+            "escalation_reason": "back to the admins",
+            "supersedes": first.pk,
+            "supersede_reason": "second thoughts",
+        },
+    )
+
+    assert [value for value, _ in form.fields["verdict"].choices] == ["claim", "no_claim"]
+    assert "escalation_reason" not in form.fields
+    assert refused.status_code == 400
+    assert ReviewDecision.objects.filter(message=first.message).count() == 1
+
+
+def test_an_invalid_escalation_reason_gets_its_own_error_only(reviewer, client):
+    message = reviewable_message()
+    lock_claim(reviewer=reviewer, message=message)
+    client.force_login(reviewer)
+
+    response = client.post(
+        reverse("reviews:decide", args=[message.pk]), {"verdict": "escalate", "escalation_reason": "x" * 5000}
+    )
+
+    errors = response.context["decision_form"].errors["escalation_reason"]
+    assert response.status_code == 400
+    assert len(errors) == 1 and "Say why" not in errors[0]
+    assert not ReviewDecision.objects.filter(message=message).exists()
+
+
 def test_the_escalation_queue_makes_the_same_number_of_queries_for_1_or_10_escalations(
     reviewer, admin_client_
 ):
