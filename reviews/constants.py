@@ -1,5 +1,7 @@
 """Constants of the reviews app, in one place."""
 
+from datetime import date
+
 from scoring.constants import MessageStatus
 
 # Which explanation a reviewer sees when a prediction has several: one that passed its
@@ -9,6 +11,9 @@ EXPLANATION_PREFERENCE: tuple[str, ...] = ("integrated_gradients", "occlusion")
 NOTE_MAX_LENGTH = 5_000
 REASON_MAX_LENGTH = 2_000
 SEARCH_MAX_LENGTH = 200
+# The records' date filters accept these days (a day near date.max would overflow a query bound).
+RECORD_DATE_MIN = date(1900, 1, 1)
+RECORD_DATE_MAX = date(2999, 12, 31)
 BODY_PREVIEW_CHARS = 160
 # Rows per fetch of the CSV export: small enough that the first bytes come quickly.
 CSV_CHUNK_SIZE = 500

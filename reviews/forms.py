@@ -7,10 +7,19 @@ from typing import Any
 
 from django import forms
 from django.contrib.auth.models import User
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db.models import Q
 
 from core.roles import Role
-from reviews.constants import NOTE_MAX_LENGTH, REASON_MAX_LENGTH, SEARCH_MAX_LENGTH, Agreement, ReceivedWithin
+from reviews.constants import (
+    NOTE_MAX_LENGTH,
+    REASON_MAX_LENGTH,
+    RECORD_DATE_MAX,
+    RECORD_DATE_MIN,
+    SEARCH_MAX_LENGTH,
+    Agreement,
+    ReceivedWithin,
+)
 from reviews.models import ReviewDecision, Verdict
 from reviews.selectors import QueueFilters, RecordFilters
 from scoring.models import ClaimType, ModelVersion
@@ -58,6 +67,13 @@ class QueueFilterForm(forms.Form):
         )
 
 
+_DATE_RANGE_MESSAGE = f"Choose a day from {RECORD_DATE_MIN:%Y-%m-%d} to {RECORD_DATE_MAX:%Y-%m-%d}."
+_RECORD_DATE_RANGE = [
+    MinValueValidator(RECORD_DATE_MIN, message=_DATE_RANGE_MESSAGE),
+    MaxValueValidator(RECORD_DATE_MAX, message=_DATE_RANGE_MESSAGE),
+]
+
+
 class RecordFilterForm(forms.Form):
     q = forms.CharField(
         required=False,
@@ -72,8 +88,18 @@ class RecordFilterForm(forms.Form):
         to_field_name="username",
         required=False,
     )
-    date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
-    date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
+    date_from = forms.DateField(
+        required=False,
+        label="From",
+        widget=forms.DateInput(attrs={"type": "date", "min": RECORD_DATE_MIN, "max": RECORD_DATE_MAX}),
+        validators=_RECORD_DATE_RANGE,
+    )
+    date_to = forms.DateField(
+        required=False,
+        label="To",
+        widget=forms.DateInput(attrs={"type": "date", "min": RECORD_DATE_MIN, "max": RECORD_DATE_MAX}),
+        validators=_RECORD_DATE_RANGE,
+    )
     claim_type = ListedModelChoiceField(
         ClaimType.objects.all(), to_field_name="code", required=False, label="Claim type"
     )

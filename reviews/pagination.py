@@ -11,7 +11,7 @@ import binascii
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import MAXYEAR, MINYEAR, datetime
 from typing import Any
 
 from django.db.models import QuerySet
@@ -58,9 +58,14 @@ def decode_cursor(token: str, *, types: tuple[type, ...]) -> list[Any]:
 def cursor_datetime(value: str) -> datetime:
     """A datetime from a cursor's ISO string (raises InvalidCursor for anything else)."""
     try:
-        return datetime.fromisoformat(value)
+        moment = datetime.fromisoformat(value)
     except (TypeError, ValueError) as exc:
         raise InvalidCursor(INVALID_CURSOR) from exc
+    if moment.tzinfo is None or not MINYEAR < moment.year < MAXYEAR:
+        # the pages' cursors are written from aware database times; an edited one at the ends of
+        # the calendar would overflow when the query converts it to UTC
+        raise InvalidCursor(INVALID_CURSOR)
+    return moment
 
 
 def keyset_page(queryset: QuerySet, *, size: int, cursor_of: Callable[[Any], list[Any]]) -> Page:

@@ -94,6 +94,15 @@ def test_a_forged_cursor_is_a_clear_400(reviewer_client):
     assert "cursor is not valid" in response.content.decode()
 
 
+@pytest.mark.parametrize(
+    "moment", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00", "2026-01-01T00:00:00"]
+)
+def test_a_cursor_time_at_the_ends_of_the_calendar_or_without_a_zone_is_a_clear_400(reviewer_client, moment):
+    response = reviewer_client.get(QUEUE, {"cursor": encode_cursor([0.5, moment, 1])})
+    assert response.status_code == 400
+    assert "cursor is not valid" in response.content.decode()
+
+
 def test_an_unknown_filter_value_is_a_clear_400(reviewer_client):
     response = reviewer_client.get(QUEUE, {"claim_type": "made_up"})
     assert response.status_code == 400

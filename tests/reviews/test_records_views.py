@@ -74,6 +74,15 @@ def test_a_date_range_that_ends_before_it_starts_is_a_clear_400(auditor_client):
     assert "start date is after the end date" in response.content.decode()
 
 
+@pytest.mark.parametrize("query", [{"date_to": "9999-12-31"}, {"date_from": "0001-01-01"}])
+@pytest.mark.parametrize("page", ["reviews:records", "reviews:records_csv"])
+def test_a_day_at_the_ends_of_the_calendar_is_a_clear_400_not_an_overflow(auditor_client, page, query):
+    response = auditor_client.get(reverse(page), query)
+
+    assert response.status_code == 400
+    assert "Choose a day from 1900-01-01 to 2999-12-31." in response.content.decode()
+
+
 def test_record_pages_are_keyset_paginated(auditor_client, reviewer):
     for _ in range(53):
         ReviewDecisionFactory(reviewer=reviewer, message=reviewable_message(explanation=False))
