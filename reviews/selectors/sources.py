@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from reviews.highlight import Part
+from scoring.constants import MessageStatus
 from scoring.models import Conversation, Message
 
 # Chat lines shown before and after the line under review.
@@ -31,6 +32,11 @@ class Line:
     is_current: bool = False
     in_context: bool = False  # one of the earlier lines the current line was scored with
     flagged: bool = False
+
+    @property
+    def status_label(self) -> str:
+        """The status as every page names it ("In review"), not its stored code."""
+        return MessageStatus(self.status).label
 
 
 @dataclass

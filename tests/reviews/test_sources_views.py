@@ -66,6 +66,7 @@ def test_the_conversation_page_lists_its_messages_and_is_closed_to_outsiders(
 
     page = auditor_client.get(f"/review/conversations/{thread.pk}/")
     assert page.status_code == 200 and b"Re: Fund" in page.content
+    assert re.search(r'class="badge status-in_review">In review<', page.content.decode())
     assert auditor_client.get("/review/conversations/999999/").status_code == 404
     client.force_login(outsider)
     assert client.get(f"/review/conversations/{thread.pk}/").status_code in (302, 403)
