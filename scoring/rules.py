@@ -39,6 +39,8 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+import re._constants as _sre_constants  # the parsed form of a pattern, for nested_repeat
+import re._parser as _sre
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -225,6 +227,51 @@ def compile_rule(spec: RuleSpec) -> _CompiledRule:
     if not isinstance(spec.context_window, int) or spec.context_window < 1:
         raise RuleError(f"{_describe(spec)}: context window must be a whole number of words >= 1.")
     return _CompiledRule(spec=spec, regex=regex, context=_context_regex(spec))
+
+
+# A repeat of more than this many may not hold another repeat (a nested quantifier). The seeded
+# rules repeat a group of words at most {0,3} times.
+NESTED_REPEAT_LIMIT = 10
+
+
+def _children(av: object) -> Iterator[_sre.SubPattern]:
+    """The sub-patterns inside one parsed node's argument (a group's body, a repeat's body, the
+    branches of an alternation, an assertion's body); character sets and literals have none."""
+    if isinstance(av, _sre.SubPattern):
+        yield av
+    elif isinstance(av, tuple | list):
+        for item in av:
+            yield from _children(item)
+
+
+def _repeats(items: _sre.SubPattern, limit: int) -> Iterator[tuple[int, int, _sre.SubPattern]]:
+    """Every repeat (min, max, body) in a parsed pattern whose max is above `limit`, at any depth.
+    A possessive repeat (`*+`, `++`) never gives back what it matched, so it is not one."""
+    for op, av in items:
+        if op in (_sre_constants.MAX_REPEAT, _sre_constants.MIN_REPEAT) and av[1] > limit:
+            yield av
+        for child in _children(av):
+            yield from _repeats(child, limit)
+
+
+def nested_repeat(pattern: str) -> str | None:
+    """Why a pattern risks catastrophic backtracking, or None: a group repeated more than
+    NESTED_REPEAT_LIMIT times that holds a repeat of its own, such as `(a+)+` or `(\\w+\\s?)*`.
+    On a text that almost matches, Python's `re` (which has no time limit) then tries every way
+    of splitting the text between the two repeats: exponentially many. A check of the pattern's
+    shape, not a proof: an alternation whose branches overlap, `(a|a)+`, also backtracks and is
+    not found here. The pattern must compile."""
+    tree = _sre.parse(pattern, re.IGNORECASE)
+    for _, hi, body in _repeats(tree, NESTED_REPEAT_LIMIT):
+        if next(_repeats(body, 1), None) is not None:
+            outer = "unbounded" if hi == _sre_constants.MAXREPEAT else f"up to {hi} times"
+            return (
+                f"it repeats ({outer}) a part that itself repeats, so on a text that almost "
+                "matches, matching can take longer than any message may (catastrophic "
+                f"backtracking): repeat the outer part at most {NESTED_REPEAT_LIMIT} times "
+                "({0,3}) or make it possessive (++, *+)"
+            )
+    return None
 
 
 def compile_rules(specs: Iterable[RuleSpec]) -> CompiledRules:

@@ -25,7 +25,7 @@ from django.db.models import Max
 from core.roles import Role, has_role
 from scoring.errors import RuleSetError
 from scoring.models import ClaimType, Rule, RuleSet, RuleSetBacktest, RuleSetDraft
-from scoring.rules import RuleError, RuleSpec, compile_rule
+from scoring.rules import RuleError, RuleSpec, compile_rule, nested_repeat
 
 _CODE = re.compile(r"^[-a-zA-Z0-9_]+$")
 MAX_PATTERN_CHARS = Rule._meta.get_field("pattern").max_length
@@ -114,6 +114,9 @@ def _validate(draft: RuleDraft, claim_codes: set[str]) -> None:
         compile_rule(spec)
     except RuleError as exc:
         raise RuleSetError(str(exc).replace(" (id 0, rule set v0)", "")) from exc
+    risk = nested_repeat(draft.pattern)
+    if risk is not None:
+        raise RuleSetError(f"Rule {code}: pattern {draft.pattern!r} is refused: {risk}.")
 
 
 def _apply_changes(

@@ -13,7 +13,7 @@ from django.urls import reverse
 from scoring.constants import CLAIM_TYPE_CODES
 from scoring.errors import RuleSetError
 from scoring.models import ClaimType, Rule, RuleMatch, RuleSet, RuleSetDraft
-from scoring.rules import NEGATION_WINDOW, match
+from scoring.rules import NEGATION_WINDOW, match, nested_repeat
 from scoring.selectors import active_compiled_rules, active_rule_specs, clear_compiled_rules_cache
 from scoring.services.rule_sets import (
     RuleDraft,
@@ -288,6 +288,7 @@ def test_adding_and_removing_rules_publishes_exactly_that_difference(staff_admin
     [
         ({"change": {"GR-001": {"pattern": "guarant(eed"}}}, "Rule GR-001: invalid pattern"),
         ({"change": {"GR-001": {"pattern": "(x)?"}}}, "matches the empty text"),
+        ({"change": {"GR-001": {"pattern": "(a+)+$"}}}, "catastrophic backtracking"),
         ({"change": {"GR-001": {"claim_type": "no_such_type"}}}, "unknown claim type"),
         ({"change": {"GR-001": {"colour": "red"}}}, "unknown field"),
         ({"change": {"GR-001": {"context_window": 0}}}, "context window"),
@@ -306,6 +307,13 @@ def test_a_bad_edit_is_refused_with_a_clear_error_and_changes_nothing(staff_admi
         rule_set_draft_create(base=seeded(), user=staff_admin, **kwargs)
     assert list(RuleSet.objects.values_list("version", "is_active")) == SEEDED_SETS
     assert snapshot(seeded()) == before and not RuleSetDraft.objects.exists()
+
+
+def test_every_rule_the_migrations_wrote_passes_the_backtracking_check():
+    """The check refuses new drafts only; the seeded rule sets' patterns (bounded {0,3} repeats of
+    words) must pass it, or no draft based on them could be published."""
+    patterns = set(Rule.objects.values_list("pattern", flat=True))
+    assert patterns and [p for p in patterns if nested_repeat(p)] == []
 
 
 @pytest.mark.parametrize("persona", ["reviewer", "auditor", "outsider"])

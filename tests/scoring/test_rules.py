@@ -7,7 +7,7 @@ import string
 
 import pytest
 
-from scoring.rules import NEGATION_WINDOW, RuleError, RuleSpec, compile_rules, match
+from scoring.rules import NEGATION_WINDOW, RuleError, RuleSpec, compile_rules, match, nested_repeat
 
 
 def rule(
@@ -260,6 +260,20 @@ def test_an_invalid_pattern_raises_an_error_that_names_the_rule():
 def test_malformed_rules_are_refused_with_a_clear_reason(spec, message):
     with pytest.raises(RuleError, match=message):
         compile_rules([spec])
+
+
+@pytest.mark.parametrize(
+    "pattern", [r"(a+)+$", r"(?:\w+\s?)*x", r"(?:a*)*b", r"(a{2,}){11,}", r"(?:x(?:y+))+"]
+)
+def test_a_repeat_of_a_repeat_is_named_as_a_backtracking_risk(pattern):
+    assert "catastrophic backtracking" in nested_repeat(pattern)
+
+
+@pytest.mark.parametrize(
+    "pattern", [r"(?:\w+\s+){0,3}returns", r"(a++)+", r"\bguaranteed\s+returns\b", r"(a|b)+"]
+)
+def test_a_bounded_possessive_or_flat_repeat_is_not(pattern):
+    assert nested_repeat(pattern) is None
 
 
 def test_no_rules_or_empty_text_give_no_hits_and_a_non_string_is_refused():
