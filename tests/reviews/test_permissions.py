@@ -117,5 +117,8 @@ def test_role_required_sends_anonymous_users_to_login_and_refuses_other_roles():
     assert page(reader).status_code == 200
     writer = factory.post("/records/")
     writer.user = reader.user
+    assert page(writer).status_code == 405  # read-only (write_roles=()): wrong method for anybody
+    other = factory.get("/records/")
+    other.user = UserFactory(role=Role.REVIEWER)
     with pytest.raises(PermissionDenied):
-        page(writer)
+        page(other)

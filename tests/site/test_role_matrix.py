@@ -306,3 +306,26 @@ def test_auditors_are_refused_every_post(world):
         response = client.post(path, route.data or {})
         # Their own account is the one thing an auditor may change: signing in, their password.
         assert refused(route, AUDITOR, response) or route.name in ("login", "password_change"), path
+
+
+READ_ONLY_PAGES = (
+    "reviews:records",
+    "reviews:records_csv",
+    "reviews:record",
+    "reviews:audit_chain",
+    "reviews:escalations",
+    "reviews:message",
+    "reviews:attention",
+    "reviews:conversation",
+    "reviews:training_data",
+)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", READ_ONLY_PAGES)
+def test_a_post_to_a_read_only_page_by_a_role_that_reads_it_is_405_not_403(world, name):
+    """The page takes no writes from anybody: the method is wrong, not the role."""
+    route = next(r for r in ROUTES if r.name == name and r.method == "get")
+    for role in sorted(route.allowed & SIGNED_IN):
+        response = client_for(role).post(route.path(world))
+        assert response.status_code == 405, (role, name, response.status_code)
