@@ -178,6 +178,30 @@ def test_an_email_record_shows_the_quoted_history_folded_the_signature_and_the_a
     assert 'id="parts-check"' not in page  # the parts come from the snapshot
 
 
+def test_a_message_score_below_its_best_window_is_explained_by_the_length_term(
+    reviewer_client, auditor_client, reviewer
+):
+    """The stored best window (0.91) is above the message score when the length term lowered it:
+    the part that drove the score says so, on the review page and on the record."""
+    message = email_with_parts()
+    prediction = message.routing_prediction
+    prediction.score = 0.72
+    prediction.save()
+
+    review = part_html(reviewer_client.get(f"/review/messages/{message.pk}/").content.decode(), "body")
+    decision = ReviewDecisionFactory(reviewer=reviewer, message=message)
+    record = part_html(auditor_client.get(f"/review/records/{decision.pk}/").content.decode(), "body")
+
+    for body in (review, record):
+        assert (
+            "best window 0.910; the message score 0.720 is that window's lowered by the length term" in body
+        )
+    prediction.score = 0.91
+    prediction.save()
+    same = part_html(reviewer_client.get(f"/review/messages/{message.pk}/").content.decode(), "body")
+    assert "best window 0.910" in same and "length term" not in same
+
+
 def test_an_email_record_marks_history_already_seen_in_the_thread(auditor_client, reviewer):
     decision = ReviewDecisionFactory(reviewer=reviewer, message=email_with_parts(history="seen"))
 
