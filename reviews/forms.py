@@ -48,7 +48,7 @@ def _yes_no(value: str) -> bool | None:
 
 class QueueFilterForm(forms.Form):
     claim_type = ListedModelChoiceField(
-        ClaimType.objects.all(), to_field_name="code", required=False, label="Predicted claim type"
+        ClaimType.objects.all(), to_field_name="code", required=False, label="Claim type"
     )
     rule_hit = forms.ChoiceField(choices=YES_NO, required=False, label="Rule hit")
     qa_sample = forms.ChoiceField(choices=YES_NO, required=False, label="QA sample")

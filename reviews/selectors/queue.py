@@ -179,7 +179,7 @@ def queue_facets(filters: QueueFilters, *, now: datetime | None = None) -> Queue
         ],
         "qa_sample": [
             ("yes", "QA sample", Q(is_qa_sample=True), filters.qa_sample is True),
-            ("no", "Flagged (not QA)", Q(is_qa_sample=False), filters.qa_sample is False),
+            ("no", "Not a QA sample", Q(is_qa_sample=False), filters.qa_sample is False),
         ],
         "model_version": [
             (

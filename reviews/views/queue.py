@@ -17,7 +17,7 @@ from reviews.services import lock_claim_next
 from reviews.views._common import is_reviewer, pager_links, path_prefix, query_with
 
 FACET_TITLES = {
-    "claim_type": "Predicted claim type",
+    "claim_type": "Claim type (predicted, or closest when not flagged)",
     "rule_hit": "Rule hit",
     "qa_sample": "QA sample",
     "model_version": "Model version",

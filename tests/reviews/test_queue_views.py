@@ -71,6 +71,18 @@ def test_each_filter_value_shows_its_count_with_the_other_filters_applied(review
     assert "4 messages in review, 3 match the filters" in filtered.content.decode()
 
 
+def test_the_claim_type_facet_says_it_counts_closest_types_of_unflagged_messages_too(reviewer_client):
+    """A QA sample or a rule hit below the threshold is in review with the model's closest type:
+    the facet counts it, so its title must not call every count a prediction."""
+    reviewable_message(score=0.2, qa_sample=True, rule_phrase=None)
+    html = reviewer_client.get(QUEUE).content.decode()
+
+    assert "<h2>Claim type (predicted, or closest when not flagged)</h2>" in html
+    assert facet_count(reviewer_client.get(QUEUE), "Guaranteed returns") == 1
+    assert "Not a QA sample" in html and "Flagged (not QA)" not in html
+    assert '<th scope="col">Claim type</th>' in html
+
+
 def test_keyset_pages_follow_on_without_overlap(reviewer_client):
     now = timezone.now()
     for i in range(57):
