@@ -130,7 +130,11 @@
         }
       });
     });
-    target.appendChild(t);
+    // a wide table scrolls on its own; the page does not scroll sideways
+    var scroll = document.createElement("div");
+    scroll.className = "table-scroll";
+    scroll.appendChild(t);
+    target.appendChild(scroll);
   }
 
   function activationShapes(activations) {
