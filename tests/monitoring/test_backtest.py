@@ -414,6 +414,26 @@ def test_the_draft_page_requests_a_backtest_shows_progress_then_the_results_and_
     assert f"draft #{draft.pk}, backtest #{backtest.pk}" in admin_page
 
 
+def test_a_published_drafts_page_does_not_ask_for_its_backtest_to_be_run_again(
+    client, draft, stored, staff_admin
+):
+    # given a draft published on its backtest: the backtest compared it with the version it replaced
+    backtest = rule_backtest_run(backtest_id=rule_backtest_request(draft=draft, user=staff_admin, days=30).pk)
+    published = rule_set_draft_publish(draft=draft, backtest=backtest, user=staff_admin, note="go")
+    client.force_login(staff_admin)
+
+    # when its page is opened
+    response = client.get(reverse("monitoring:rule_draft", args=[draft.pk]))
+
+    # then it says what was published, shows the figures, and asks for nothing more
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "run it again before publishing" not in html and "no longer active" not in html
+    assert f"Published as v{published.version} on backtest #{backtest.pk}." in html
+    assert f"compared the draft with v{backtest.active.version}, the active version then" in html
+    assert 'id="backtest-results"' in html and 'id="publish-form"' not in html
+
+
 def test_the_rule_benchmark_times_the_backtest_on_seeded_messages_and_leaves_nothing_behind():
     from scoring.models import Message
 
