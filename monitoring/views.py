@@ -66,16 +66,16 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 def reviewers(request: HttpRequest) -> HttpResponse:
     """How consistently reviewers decide, from blind double reviews (monitoring.selectors.reviewers)."""
     form = ReviewersFilterForm(request.GET)
+    # the page's introduction (the sampling rate) reads the same on a refused window
+    context = {"form": form, "double_review_rate": f"{100 * settings.DOUBLE_REVIEW_RATE:g} %"}
     if not form.is_valid():
-        return render(request, "monitoring/reviewers.html", {"form": form}, status=400)
+        return render(request, "monitoring/reviewers.html", context, status=400)
     report = reviewers_report(days=form.cleaned_data["days"], period=form.cleaned_data["period"])
-    context = {
-        "form": form,
+    context |= {
         "report": report,
         "alert_rule": ALERT_RULE,
         "kappa_interval": KAPPA_INTERVAL,
         "min_pairs": MIN_PAIRS,
-        "double_review_rate": f"{100 * settings.DOUBLE_REVIEW_RATE:g} %",
         "chart": {"timeline": report.timeline, "period": report.period, "min_pairs": MIN_PAIRS},
     }
     return render(request, "monitoring/reviewers.html", context)

@@ -3,6 +3,7 @@ kappa over time with the disagreement alert, small samples shown as small."""
 
 from __future__ import annotations
 
+import re
 import statistics
 from datetime import timedelta
 
@@ -139,6 +140,21 @@ def test_a_reviewer_cannot_open_the_reviewers_page(reviewer):
 def test_a_bad_window_is_refused_with_the_reason(admin_user):
     response = signed_in(admin_user).get(reverse("monitoring:reviewers"), {"days": "0"})
     assert response.status_code == 400 and "days" in response.content.decode()
+
+
+def test_a_refused_window_keeps_the_pages_introduction_whole(admin_user, settings):
+    settings.DOUBLE_REVIEW_RATE = 0.1
+    client = signed_in(admin_user)
+
+    def introduction(response) -> str:
+        return re.search(r'<p class="help">How consistently.*?</p>', response.content.decode(), re.S).group(0)
+
+    refused = client.get(reverse("monitoring:reviewers"), {"days": "0"})
+    shown = client.get(reverse("monitoring:reviewers"), {"days": "30"})
+
+    assert refused.status_code == 400 and shown.status_code == 200
+    assert "(10 % of the decisions of each claim type" in introduction(refused)
+    assert introduction(refused) == introduction(shown)
 
 
 def test_the_page_makes_the_same_number_of_queries_for_few_or_many_pairs(
