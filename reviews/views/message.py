@@ -16,7 +16,14 @@ from core.access import role_required
 from core.roles import Role
 from explanations.models import AttentionDiagnostic
 from reviews.attention_data import AttentionDataError, heatmap_payload, parse_selection
-from reviews.errors import AlreadyDecided, LockHeldByOther, LockNotHeld, NotPermitted, ReviewError
+from reviews.errors import (
+    AlreadyDecided,
+    DecisionInvalid,
+    LockHeldByOther,
+    LockNotHeld,
+    NotPermitted,
+    ReviewError,
+)
 from reviews.forms import CorrectionForm, DecisionForm, SecondLevelForm
 from reviews.selectors import attention_diagnostic, double_review_pair, message_evidence
 from reviews.selectors.sources import CONVERSATION_PAGE, conversation_messages, message_source
@@ -184,6 +191,15 @@ def message_decide(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def message_second_level(request: HttpRequest, pk: int) -> HttpResponse:
     message = get_object_or_404(Message, pk=pk)
+    if message.status != MessageStatus.ESCALATED:
+        # Refused like any decision on a message in the wrong state (400). Left to the service, a
+        # decided message was redirected as if this form had been sent twice, and one in review
+        # was judged as a reviewer's first-level decision.
+        refusal = DecisionInvalid(
+            f"Message {message.external_id} is {message.get_status_display().lower()}, not escalated: "
+            "a second-level decision is taken only on an escalated message; nothing was recorded."
+        )
+        return _service_error(request, pk, refusal)
     form = SecondLevelForm(request.POST)
     if not form.is_valid():
         return _render(request, pk, forms={"second_level": form}, status=400)

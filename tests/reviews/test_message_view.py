@@ -5,7 +5,7 @@ from django.urls import reverse
 
 from reviews.models import ReviewDecision
 from reviews.services import lock_claim
-from tests.factories import ExplanationFactory, ReviewDecisionFactory, reviewable_message
+from tests.factories import ExplanationFactory, MessageFactory, ReviewDecisionFactory, reviewable_message
 
 pytestmark = pytest.mark.django_db
 
@@ -234,6 +234,30 @@ def test_an_admin_decides_an_escalation_on_its_page(reviewer, admin_client_):
     assert response.status_code == 302
     latest = ReviewDecision.objects.get(sequence=escalation.sequence + 1)
     assert latest.is_second_level and latest.verdict == "no_claim"
+
+
+@pytest.mark.parametrize("status", ["decided", "in_review", "received"])
+def test_a_second_level_decision_on_a_message_not_escalated_is_refused_with_400(
+    status, reviewer, admin_client_
+):
+    # given a message that is decided, waiting in the queue, or not scored yet
+    if status == "decided":
+        message = ReviewDecisionFactory(reviewer=reviewer, verdict="no_claim").message
+    elif status == "in_review":
+        message = reviewable_message()
+    else:
+        message = MessageFactory()
+    recorded = ReviewDecision.objects.count()
+
+    # when a compliance admin posts a second-level decision on it
+    response = admin_client_.post(reverse("reviews:second_level", args=[message.pk]), {"verdict": "no_claim"})
+
+    # then it is refused like the other decisions in a wrong state, with the reason on the page
+    assert response.status_code == 400
+    assert "not escalated: a second-level decision is taken only on an escalated message" in (
+        response.content.decode()
+    )
+    assert ReviewDecision.objects.count() == recorded
 
 
 def test_an_admin_records_a_correction_with_a_reason(reviewer, admin_client_):
