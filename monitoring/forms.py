@@ -52,5 +52,11 @@ class BacktestForm(forms.Form):
 class DraftPublishForm(forms.Form):
     """Publish a draft on one of its finished backtests."""
 
-    backtest = forms.IntegerField(widget=forms.HiddenInput)
+    backtest = forms.IntegerField(
+        widget=forms.HiddenInput,
+        error_messages={
+            "required": "The form does not say which backtest to publish on: reload the page.",
+            "invalid": "The form does not say which backtest to publish on: reload the page.",
+        },
+    )
     note = forms.CharField(max_length=300, widget=forms.TextInput(attrs={"size": 80}), label="Note")

@@ -189,7 +189,17 @@ class CorrectionForm(_DecisionFields):
 
     verdict = forms.ChoiceField(choices=FINAL_VERDICTS, widget=forms.RadioSelect, label="Decision")
 
-    supersedes = forms.ModelChoiceField(ReviewDecision.objects.all(), widget=forms.HiddenInput)
+    supersedes = forms.ModelChoiceField(
+        ReviewDecision.objects.all(),
+        widget=forms.HiddenInput,
+        label="Decision corrected",
+        error_messages={
+            "required": "The form does not say which decision it corrects: reload the page and correct the "
+            "latest decision.",
+            "invalid_choice": "The decision this corrects does not exist: reload the page and correct the "
+            "latest decision.",
+        },
+    )
     supersede_reason = forms.CharField(
         max_length=REASON_MAX_LENGTH,
         widget=forms.Textarea(attrs={"rows": 2}),

@@ -434,6 +434,29 @@ def test_a_published_drafts_page_does_not_ask_for_its_backtest_to_be_run_again(
     assert 'id="backtest-results"' in html and 'id="publish-form"' not in html
 
 
+@pytest.mark.parametrize(
+    ("post", "says"),
+    [
+        ({"backtest": None, "note": "go"}, "The form does not say which backtest to publish on"),
+        ({"backtest": "?", "note": "go"}, "The form does not say which backtest to publish on"),
+        ({"note": ""}, "This field is required."),
+    ],
+)
+def test_a_publish_request_missing_a_field_says_what_is_missing(
+    post, says, client, draft, stored, staff_admin
+):
+    backtest = rule_backtest_run(backtest_id=rule_backtest_request(draft=draft, user=staff_admin, days=30).pk)
+    post = {key: value for key, value in {"backtest": str(backtest.pk), **post}.items() if value is not None}
+    client.force_login(staff_admin)
+
+    response = client.post(reverse("monitoring:rule_draft_publish", args=[draft.pk]), post)
+
+    assert response.status_code == 400
+    assert says in response.content.decode()
+    draft.refresh_from_db()
+    assert draft.published is None
+
+
 def test_the_rule_benchmark_times_the_backtest_on_seeded_messages_and_leaves_nothing_behind():
     from scoring.models import Message
 

@@ -351,3 +351,27 @@ def test_the_escalation_queue_is_paged_with_a_keyset_cursor(reviewer, admin_clie
     assert pages == 3 and sorted(seen) == sorted(m.external_id for m in escalated)  # each once
     broken = admin_client_.get(reverse("reviews:escalations") + "?cursor=not-a-cursor")
     assert broken.status_code == 400 and "start again from the first page" in broken.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("supersedes", "says"),
+    [
+        (None, "The form does not say which decision it corrects"),
+        ("999999", "The decision this corrects does not exist"),
+    ],
+)
+def test_a_correction_without_the_decision_it_corrects_says_so(supersedes, says, reviewer, admin_client_):
+    # given a decided message, and a correction whose hidden field is missing or names no decision
+    first = ReviewDecisionFactory(reviewer=reviewer, verdict="no_claim")
+    post = {"verdict": "no_claim", "supersede_reason": "Missed it."}
+    if supersedes is not None:
+        post["supersedes"] = supersedes
+
+    # when it is sent
+    response = admin_client_.post(reverse("reviews:correct", args=[first.message.pk]), post)
+
+    # then it is refused and the page names what is wrong, in an alert
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert re.search(rf'<div class="error" role="alert"><p>{says}[^<]*reload the page', html)
+    assert not ReviewDecision.objects.filter(supersedes=first).exists()
