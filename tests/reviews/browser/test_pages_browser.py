@@ -60,6 +60,8 @@ WIDE_ELEMENTS = """() => {
 def test_no_page_logs_a_console_error_breaks_the_csp_or_overflows_the_window(new_page, monitored, settings):  # noqa: F811
     settings.DOUBLE_REVIEW_RATE = 1.0  # blind pairs, so that the reviewers page draws its kappa chart
     admin = UserFactory(username="carl_admin", role=Role.COMPLIANCE_ADMIN)
+    admin.is_staff = True  # the Django admin's pages too
+    admin.save(update_fields=["is_staff"])
     first = UserFactory(username="pair_first", role=Role.REVIEWER)
     second = UserFactory(username="pair_second", role=Role.REVIEWER)
     pair(first, second, "guaranteed_returns", "guaranteed_returns")
@@ -116,6 +118,10 @@ def test_no_page_logs_a_console_error_breaks_the_csp_or_overflows_the_window(new
         reverse("monitoring:failed"): None,
         reverse("monitoring:rule_drafts"): None,
         reverse("monitoring:rule_draft", args=[draft.pk]): "#backtest-results",
+        # Swagger UI draws the API's operations from the schema
+        reverse("api-docs"): "#swagger-ui .opblock",
+        reverse("admin:index"): None,
+        reverse("admin:scoring_ruleset_changelist"): None,
     }
     page = new_page()
     page.on("pageerror", lambda exc: page.console_errors.append(str(exc)))
