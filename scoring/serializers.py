@@ -7,12 +7,14 @@ from typing import Any
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.urls import reverse
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from scoring.constants import FEED_STATUS, Channel, FeedStatus
 from scoring.models import Message, Prediction, RuleMatch
 from scoring.services.ingest import IncomingMessage
+from scoring.text import content_pattern
 
 
 class StrictCharField(serializers.CharField):
@@ -27,10 +29,19 @@ class StrictCharField(serializers.CharField):
 
 
 # What the ingest service accepts, for the schema (scoring.services.ingest.validate_incoming
-# checks it and answers with a specific code): some text that is not only whitespace, and no NUL
-# character (DRF refuses NUL in every text field). Both patterns run in linear time.
+# checks it and answers with a specific code): an external_id of some text that is not only
+# whitespace, and no NUL character (DRF refuses NUL in every text field). Both patterns run in
+# linear time. A body's pattern is the scorer's own rule (scoring.text.content_pattern).
 HAS_TEXT_PATTERN = r"^\s*[^\x00\s][^\x00]*$"
 NO_NUL_PATTERN = r"^[^\x00]*$"
+
+BODY_DESCRIPTION = (
+    "The message text, at most MAX_BODY_CHARS characters (over it: 413 too_large). It must hold "
+    "a character the model reads: a text of only whitespace, control or format characters (a "
+    "zero-width space U+200B, a soft hyphen U+00AD, a BEL U+0007...), unassigned or private-use "
+    "code points has nothing to score and is refused with 400 empty_body, as an empty one is. "
+    "The pattern spells out exactly that rule (and no NUL character)."
+)
 
 
 @extend_schema_field({"type": "string", "minLength": 1, "maxLength": 200, "pattern": HAS_TEXT_PATTERN})
@@ -41,19 +52,10 @@ class ExternalIdField(StrictCharField):
         super().__init__(max_length=200, trim_whitespace=False, **kwargs)
 
 
-@extend_schema_field(
-    {
-        "type": "string",
-        "minLength": 1,
-        "maxLength": settings.MAX_BODY_CHARS,
-        "pattern": HAS_TEXT_PATTERN,
-        "description": "The message text: not only whitespace, at most MAX_BODY_CHARS characters "
-        "(over it: 413).",
-    }
-)
 class BodyField(StrictCharField):
-    """The message text. Emptiness (400 empty_body) and length (413 too_large, over
-    MAX_BODY_CHARS) are the service's to judge, each with its own code; the schema states both."""
+    """The message text. Emptiness, by the scorer's rule (400 empty_body), and length (413
+    too_large, over MAX_BODY_CHARS) are the service's to judge, each with its own code; the
+    schema states both (BodyFieldSchema)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(trim_whitespace=False, **kwargs)
@@ -62,6 +64,22 @@ class BodyField(StrictCharField):
         if data == "":
             return data  # not DRF's "may not be blank": the service answers empty_body
         return super().run_validation(data)
+
+
+class BodyFieldSchema(OpenApiSerializerFieldExtension):
+    """BodyField in the schema, built when the schema is: its pattern lists every character
+    without content, which takes a walk over Unicode that no request should pay for."""
+
+    target_class = BodyField
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        return {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": settings.MAX_BODY_CHARS,
+            "pattern": content_pattern(),
+            "description": BODY_DESCRIPTION,
+        }
 
 
 class MessageInSerializer(serializers.Serializer):

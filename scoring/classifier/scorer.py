@@ -29,8 +29,9 @@ nothing is returned then):
 - a text longer than `max_chars` characters (settings.MAX_BODY_CHARS), so time stays bounded;
 - a text that is not valid Unicode (lone surrogates);
 - a text with nothing to score: empty, whitespace-only, or only control/format characters (it
-  yields no token). Such a text carries no claim, but scoring it would only report the model's
-  bias on an empty window, so the Scorer says so instead of inventing a number.
+  yields no token; scoring.text.has_content, which ingest applies too, so such a text is refused
+  before it is stored). Such a text carries no claim, but scoring it would only report the
+  model's bias on an empty window, so the Scorer says so instead of inventing a number.
 Emoji-only text is scored (it yields [UNK] tokens) like any other text. Use `refusal_reason(text)`
 to filter a batch before scoring it.
 
@@ -63,7 +64,6 @@ import json
 import logging
 import math
 import threading
-import unicodedata
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -92,6 +92,7 @@ from scoring.classifier.windows import (
 from scoring.constants import NO_CLAIM
 from scoring.errors import DeviceOutOfMemory, ModelNotReady, ScoringInputError
 from scoring.segmentation import Segment, segment
+from scoring.text import NOTHING_TO_SCORE, has_content
 
 logger = logging.getLogger(__name__)
 
@@ -102,8 +103,6 @@ CHARS_PER_BUDGET_TOKEN = 4
 DEFAULT_MAX_CHARS = 100_000
 # Claim log-odds around a decision threshold inside which a bf16 window is re-scored in float32.
 RECHECK_MARGIN = 0.5
-# Characters the BERT normaliser drops: control, format, unassigned, private use, surrogates.
-_NON_CONTENT_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Zl", "Zp", "Zs"})
 
 
 @dataclass(frozen=True)
@@ -358,8 +357,8 @@ class Scorer:
             text.encode("utf-8")
         except UnicodeEncodeError:
             return "the text is not valid Unicode (it contains a lone surrogate)"
-        if not any(unicodedata.category(char) not in _NON_CONTENT_CATEGORIES for char in text):
-            return "the text is empty or only whitespace/control characters: there is nothing to score"
+        if not has_content(text):
+            return NOTHING_TO_SCORE
         return None
 
     def _check(self, texts: Sequence[str]) -> None:

@@ -24,6 +24,7 @@ from scoring.constants import Channel
 from scoring.errors import ScoringError
 from scoring.models import Message
 from scoring.selectors import feed_of, messages_of_feed
+from scoring.text import has_content
 
 
 class IngestConflict(ScoringError):
@@ -78,6 +79,15 @@ def validate_incoming(item: IncomingMessage) -> None:
         raise IngestInvalid(
             f"body has {len(item.body):,} characters; the limit is {settings.MAX_BODY_CHARS:,}.",
             code="too_large",
+            field="body",
+        )
+    # The scorer's own rule (after the length check, so its cost is bounded): a body it would
+    # refuse is not stored only to fail seconds later.
+    if not has_content(item.body):
+        raise IngestInvalid(
+            "body must contain text: it holds only whitespace, control or format characters "
+            "(such as a zero-width space or a soft hyphen), so there is nothing to score.",
+            code="empty_body",
             field="body",
         )
     if "\x00" in item.body:

@@ -23,9 +23,10 @@ before parsing, so a deeply nested bomb costs nothing), message/rfc822 nested de
 limit (nested_too_deep) or an attached message that repeats the Message-ID of a message it is
 inside (message_loop), a broken MIME structure (malformed_mime: no boundary, a boundary that
 never starts or never closes), bytes with no header at all (not_an_email), no text anywhere
-(no_text_part), an attachment over the size limit (attachment_too_large), a zip attachment that
-would expand past the limits (archive_bomb), a charset that cannot be read
-(unknown_charset, charset_mismatch)."""
+(no_text_part: a part of only whitespace, control or format characters has none, by the
+scorer's rule, scoring.text.has_content), an attachment over the size limit
+(attachment_too_large), a zip attachment that would expand past the limits (archive_bomb), a
+charset that cannot be read (unknown_charset, charset_mismatch)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ from scoring.sources.charsets import decode_text
 from scoring.sources.errors import SourceError
 from scoring.sources.html import html_to_text
 from scoring.sources.types import Attachment, SourceMessage
+from scoring.text import has_content
 
 
 @dataclass(frozen=True)
@@ -275,8 +277,8 @@ class _Reader:
                 name,
                 "message/rfc822",
                 size,
-                bool(text.strip()),
-                "" if text.strip() else "not scored: no text",
+                has_content(text),
+                "" if has_content(text) else "not scored: no text",
             ),
             f"{header}\n\n{text}".strip(),
         )
@@ -414,8 +416,8 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
         raise SourceError("nested_too_deep", "the MIME structure is nested too deep to read.") from None
     except (LookupError, AssertionError, KeyError, ValueError) as exc:
         raise SourceError("malformed_mime", f"the MIME structure cannot be read: {exc}") from None
-    scored = [(a, t) for a, t in reader.attachments if a.scored and t.strip()]
-    if not text.strip() and not scored:
+    scored = [(a, t) for a, t in reader.attachments if a.scored and has_content(t)]
+    if not has_content(text) and not scored:
         kinds = sorted({part.get_content_type() for part in message.walk() if not part.is_multipart()})
         raise SourceError(
             "no_text_part",
@@ -482,7 +484,7 @@ def _layout(text: str, attachments: list[tuple[Attachment, str]]) -> tuple[str, 
             "name": attachment.name,
             "content_type": attachment.content_type,
             "size": attachment.size,
-            "scored": attachment.scored and bool(content.strip()),
+            "scored": attachment.scored and has_content(content),
             "note": attachment.note if attachment.scored or attachment.note else "",
         }
         if entry["scored"]:

@@ -104,6 +104,29 @@ def test_a_bulk_request_with_an_invalid_item_is_refused_whole_with_each_bad_item
     assert Message.objects.count() == 0
 
 
+def test_a_bulk_item_the_scorer_would_refuse_is_refused_by_the_same_rule_with_its_index(api):
+    items = [good("b-1"), {"external_id": "b-2", "body": "\u200b\u200b\u200b"}, good("b-3", body="\u00ad")]
+
+    response = api.post(BULK_URL, {"messages": items}, format="json")
+
+    assert response.status_code == 400
+    assert [(d["index"], d["code"], d["field"]) for d in response.json()["error"]["details"]] == [
+        (1, "empty_body", "body"),
+        (2, "empty_body", "body"),
+    ]
+    assert Message.objects.count() == 0
+
+
+def test_the_schema_states_the_scorers_rule_for_a_body(api):
+    from scoring.text import content_pattern
+
+    schema = api.get("/api/schema/?format=json").json()
+
+    body = schema["components"]["schemas"]["MessageIn"]["properties"]["body"]
+    assert body["pattern"] == content_pattern()
+    assert "empty_body" in body["description"] and "zero-width space" in body["description"]
+
+
 def test_bulk_ingest_flags_a_conflicting_duplicate_inside_one_request(api):
     items = [good("c-1"), good("c-1", body="A different body.")]
 
@@ -142,6 +165,10 @@ BAD_SINGLE = [
     ("missing external_id", json.dumps({"body": "hello"}), 400, "invalid"),
     ("empty body text", json.dumps({"external_id": "x", "body": ""}), 400, "empty_body"),
     ("whitespace-only body", json.dumps({"external_id": "x", "body": " \n\t "}), 400, "empty_body"),
+    # texts the scorer refuses (scoring.text.has_content): refused here, not failed seconds later
+    ("zero-width spaces only", j(external_id="x", body="\u200b\u200b\u200b"), 400, "empty_body"),
+    ("BEL characters only", j(external_id="x", body="\u0007\u0007"), 400, "empty_body"),
+    ("a soft hyphen only", j(external_id="x", body="\u00ad"), 400, "empty_body"),
     ("body is a number", json.dumps({"external_id": "x", "body": 42}), 400, "invalid"),
     ("body is a list", json.dumps({"external_id": "x", "body": ["a"]}), 400, "invalid"),
     ("external_id is a number", json.dumps({"external_id": 7, "body": "hello"}), 400, "invalid"),

@@ -115,6 +115,17 @@ def test_each_bad_input_gets_its_own_error_and_stores_nothing(api, case):
     assert Message.objects.count() == 0 and Conversation.objects.count() == 0
 
 
+def test_an_email_whose_text_is_only_characters_the_scorer_refuses_has_no_text_part(api):
+    # a zero-width space and a soft hyphen are not text, by the scorer's rule, as spaces are not
+    raw = mail("\u200b\u200b \u00ad\n").as_bytes()
+
+    response = post(api, raw)
+
+    assert response.status_code == 400, response.content[:300]
+    assert response.json()["error"]["code"] == "no_text_part"
+    assert Message.objects.count() == 0 and Conversation.objects.count() == 0
+
+
 def test_an_attachment_over_its_limit_is_a_413_naming_it_and_stores_nothing(api, settings):
     # given the default limits: a 12 MB attachment (16 MB as base64) in a message under 25 MB
     raw = big_attachment_mail(12)

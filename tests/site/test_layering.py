@@ -127,7 +127,13 @@ def test_the_checker_sees_function_level_imports(tmp_path):
 
 # Pure computation (CONVENTIONS: "Pure computation stays pure"): these modules import no Django,
 # so they are testable, and usable, without a database or settings.
-PURE_MODULES = ("monitoring.agreement", "monitoring.stats", "scoring.backtest", "scoring.rules")
+PURE_MODULES = (
+    "monitoring.agreement",
+    "monitoring.stats",
+    "scoring.backtest",
+    "scoring.rules",
+    "scoring.text",
+)
 
 
 @pytest.mark.parametrize("module", PURE_MODULES)
