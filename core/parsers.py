@@ -1,4 +1,4 @@
-"""A JSON parser that tells bad bodies apart: empty, not UTF-8, not JSON.
+"""A JSON parser that tells bad bodies apart: empty, not UTF-8, not JSON (nested too deep included).
 
 (A body over DATA_UPLOAD_MAX_MEMORY_SIZE never reaches the parser: Django refuses to read it
 and core.api_errors turns that into a 413.)"""
@@ -35,6 +35,10 @@ class StrictJSONParser(JSONParser):
             return json.loads(text, parse_constant=_reject_constant)
         except ValueError as exc:
             raise ParseError(f"The request body is not valid JSON: {exc}") from exc
+        except RecursionError as exc:
+            # Arrays or objects nested deeper than the interpreter's stack (about a thousand
+            # levels): no request of this API nests more than three.
+            raise ParseError("The request body is not valid JSON: it is nested too deep.") from exc
 
 
 def _reject_constant(name: str) -> None:

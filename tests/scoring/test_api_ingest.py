@@ -190,6 +190,22 @@ def test_bad_single_input_gets_a_specific_error_and_writes_nothing(api, case, ra
     assert Message.objects.count() == 0
 
 
+@pytest.mark.parametrize("url", [URL, BULK_URL])
+@pytest.mark.parametrize(
+    "raw",
+    ["[" * 100_000 + "]" * 100_000, '{"a": ' * 100_000 + "1" + "}" * 100_000],
+    ids=["arrays", "objects"],
+)
+def test_json_nested_deeper_than_the_parser_can_go_is_invalid_json_not_a_server_error(api, url, raw):
+    response = post_raw(api, url, raw)
+
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/json"
+    assert error_code(response) == "invalid_json"
+    assert "nested too deep" in response.json()["error"]["message"]
+    assert Message.objects.count() == 0
+
+
 def test_an_empty_request_body_is_refused(api):
     response = post_raw(api, URL, b"")
 
