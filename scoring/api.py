@@ -47,9 +47,11 @@ ERROR_RESPONSE = ErrorSerializer
 
 
 def _require_body(request: Request) -> Any:
-    """DRF turns an empty body into {} without calling the parser: refuse it explicitly."""
+    """The parsed body, or empty_body for a request without one. DRF reads no body when its
+    Content-Length is 0 (as clients send it: "0") or absent, and answers {} without calling the
+    parser (which refuses a body of only whitespace itself); its stream is then None."""
     data = request.data
-    if not request.META.get("CONTENT_LENGTH") and data in ({}, None):
+    if request.stream is None:
         raise ApiError(status_code=400, code="empty_body", message="The request body is empty.")
     return data
 

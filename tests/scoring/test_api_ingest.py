@@ -206,8 +206,23 @@ def test_json_nested_deeper_than_the_parser_can_go_is_invalid_json_not_a_server_
     assert Message.objects.count() == 0
 
 
-def test_an_empty_request_body_is_refused(api):
-    response = post_raw(api, URL, b"")
+@pytest.mark.parametrize("url", [URL, BULK_URL])
+@pytest.mark.parametrize(
+    "request_body",
+    [
+        # what curl -d '' sends: Content-Length "0" (the test client leaves it out for no data)
+        {"CONTENT_LENGTH": "0", "CONTENT_TYPE": "application/json"},
+        {"CONTENT_TYPE": "application/json"},  # no Content-Length at all
+        {},  # no Content-Type either (a bare POST)
+        {"data": b" \r\n\t "},  # whitespace only
+    ],
+    ids=["content-length-0", "no-content-length", "no-content-type", "whitespace"],
+)
+def test_an_empty_request_body_is_refused_as_empty_body(api, url, request_body):
+    extra = dict(request_body)
+    data = extra.pop("data", b"")
+
+    response = api.generic("POST", url, data=data, content_type="application/json", **extra)
 
     assert response.status_code == 400
     assert error_code(response) == "empty_body"

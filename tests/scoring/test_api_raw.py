@@ -143,6 +143,10 @@ def test_an_attachment_over_its_limit_is_a_413_naming_it_and_stores_nothing(api,
 
 def test_an_empty_body_and_a_json_body_are_refused(api):
     assert post(api, b"").json()["error"]["code"] == "empty_body"
+    assert post(api, b" \r\n").json()["error"]["code"] == "empty_body"
+    # Content-Length "0", as a client sends it for no body
+    empty = api.generic("POST", URL, data=b"", CONTENT_LENGTH="0", CONTENT_TYPE="message/rfc822")
+    assert empty.status_code == 400 and empty.json()["error"]["code"] == "empty_body"
     assert post(api, b'{"body": "x"}', "application/json").status_code == 415
     assert Message.objects.count() == 0
 
