@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rest_framework.permissions import SAFE_METHODS, BasePermission
+from rest_framework.permissions import SAFE_METHODS, BasePermission, IsAuthenticated
 from rest_framework.request import Request
 
 from core.roles import Role, has_role
@@ -78,3 +78,23 @@ class CanReadMessages(BasePermission):
 
     def has_permission(self, request: Request, view: object) -> bool:
         return has_role(request.user, *READERS)
+
+
+def handles(view: Any, method: str) -> bool:
+    """Whether `view` has a handler for `method`, as DRF's dispatch decides (for any other method
+    it answers 405, but only after the permission check)."""
+    name = method.lower()
+    return name in view.http_method_names and hasattr(view, name)
+
+
+class MethodNotAllowedFirst:
+    """A view mixin: a method the view has no handler for is a 405 (with its Allow header) for
+    every signed-in caller, whatever the view's permissions. DRF checks them before it looks for
+    the handler, so a role they refuse read a 403 about its role for a method nobody may use (an
+    ingest token's PUT on /api/messages/ was told it may not read messages). No credentials: 401."""
+
+    def check_permissions(self, request: Request) -> None:
+        if handles(self, request.method):
+            super().check_permissions(request)
+        elif not IsAuthenticated().has_permission(request, self):
+            self.permission_denied(request)

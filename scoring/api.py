@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from core.api_errors import ApiError, ErrorSerializer, conflict, too_large
 from core.parsers import RawEmailParser, StrictJSONParser
-from core.permissions import CanIngest, CanReadMessages
+from core.permissions import CanIngest, CanReadMessages, MethodNotAllowedFirst
 from scoring import selectors
 from scoring.constants import FeedStatus, MessageStatus, statuses_of
 from scoring.models import Message
@@ -63,7 +63,7 @@ def _invalid(exc: IngestInvalid) -> ApiError:
     return error
 
 
-class MessageIngestView(APIView):
+class MessageIngestView(MethodNotAllowedFirst, APIView):
     """POST one message: 202 when stored, 200 when the identical message exists in the caller's
     feed, 409 when the feed already used the external id for a different body."""
 
@@ -128,7 +128,7 @@ def _item_error(index: int, code: str, message: str, field: str | None) -> dict[
     return {"index": index, "code": code, "message": message, "field": field}
 
 
-class MessageBulkIngestView(APIView):
+class MessageBulkIngestView(MethodNotAllowedFirst, APIView):
     """POST {"messages": [...]} (1 to BULK_MAX_ITEMS). Every item is checked first: one that is
     not a valid message refuses the whole request (400, each bad item's reason, nothing stored).
     Then each item is stored or found: one result per item, in order."""
@@ -203,7 +203,7 @@ def _raw_error(code: str, message: str) -> ApiError:
     return ApiError(status_code=413 if code in SIZE_CODES else 400, code=code, message=message)
 
 
-class MessageRawIngestView(APIView):
+class MessageRawIngestView(MethodNotAllowedFirst, APIView):
     """POST one email as it travels (RFC 5322, `Content-Type: message/rfc822`): parsed
     (scoring.sources.mail), stored with its headers, attachments and thread, queued for scoring.
     external_id is its Message-ID (else the sha256 of its bytes), so posting it again is harmless."""
@@ -394,7 +394,7 @@ class MessageStatusFilter(django_filters.FilterSet):
         return queryset.filter(status__in=[s for feed_status in value for s in statuses_of(feed_status)])
 
 
-class MessageStatusListView(generics.ListAPIView):
+class MessageStatusListView(MethodNotAllowedFirst, generics.ListAPIView):
     """GET the status of the messages your feed submitted (an ingest service's, or a compliance
     admin's own): no body, score or decision, and nothing of another feed."""
 
@@ -407,7 +407,7 @@ class MessageStatusListView(generics.ListAPIView):
         return selectors.message_statuses_of_feed(self.request.user)
 
 
-class MessageStatusView(generics.RetrieveAPIView):
+class MessageStatusView(MethodNotAllowedFirst, generics.RetrieveAPIView):
     """GET the status of one message your feed submitted; another feed's is a 404."""
 
     permission_classes = [CanIngest]

@@ -333,6 +333,61 @@ def test_reviewers_auditors_and_outsiders_cannot_ingest(request, persona):
     assert Message.objects.count() == 0
 
 
+PERSONAS = ["service_account", "reviewer", "auditor", "admin_user", "outsider"]
+
+
+@pytest.mark.parametrize("method", ["put", "patch", "delete"])
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_a_method_the_messages_endpoint_does_not_have_is_405_for_every_role(request, persona, method):
+    # an ingest token's PUT was a 403 saying it may not read messages: the role check ran first
+    client = APIClient()
+    client.force_authenticate(request.getfixturevalue(persona))
+
+    response = getattr(client, method)(URL, good(), format="json")
+
+    assert response.status_code == 405
+    assert error_code(response) == "method_not_allowed"
+    assert method.upper() in response.json()["error"]["message"]
+    assert set(response["Allow"].split(", ")) == {"GET", "POST", "HEAD", "OPTIONS"}
+    assert Message.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        (BULK_URL, {"POST", "OPTIONS"}),
+        ("/api/messages/raw/", {"POST", "OPTIONS"}),
+        ("/api/messages/status/", {"GET", "HEAD", "OPTIONS"}),
+    ],
+)
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_a_method_another_ingest_endpoint_does_not_have_is_405_for_every_role(request, persona, url, allowed):
+    client = APIClient()
+    client.force_authenticate(request.getfixturevalue(persona))
+
+    response = client.put(url, good(), format="json")
+
+    assert response.status_code == 405
+    assert error_code(response) == "method_not_allowed"
+    assert set(response["Allow"].split(", ")) == allowed
+
+
+def test_a_method_no_endpoint_has_still_needs_credentials():
+    response = APIClient().put(URL, good(), format="json")
+
+    assert response.status_code == 401
+    assert error_code(response) == "not_authenticated"
+
+
+def test_reading_the_message_list_keeps_its_roles(api, reviewer):
+    reader = APIClient()
+    reader.force_authenticate(reviewer)
+
+    assert api.get(URL).status_code == 403
+    assert error_code(api.get(URL)) == "permission_denied"
+    assert reader.get(URL).status_code == 200
+
+
 @pytest.mark.parametrize(
     "query", ["since=2026-01-01", "recieved_after=2026-01-01T00:00:00Z", "status=received&limit=5"]
 )
