@@ -111,8 +111,10 @@ def _bulk_items(raw_items: list[Any]) -> tuple[list[IncomingMessage], list[dict[
             continue
         serializer = MessageInSerializer(data=raw)
         if not serializer.is_valid():
-            field, messages = next(iter(serializer.errors.items()))
-            errors.append(_item_error(index, "invalid", f"{field}: {' '.join(map(str, messages))}", field))
+            # every field's errors (two misspelt keys are both named); `field` is the first
+            field = next(iter(serializer.errors))
+            message = "; ".join(f"{name}: {' '.join(map(str, m))}" for name, m in serializer.errors.items())
+            errors.append(_item_error(index, "invalid", message, field))
             continue
         item = serializer.to_incoming()
         try:
@@ -157,6 +159,15 @@ class MessageBulkIngestView(MethodNotAllowedFirst, APIView):
                 status_code=400,
                 code="invalid",
                 message='The body must be {"messages": [ ... ]}, a list of messages.',
+            )
+        unknown = sorted(set(data) - set(BulkInSerializer().fields))
+        if unknown:
+            raise ApiError(
+                status_code=400,
+                code="invalid",
+                message=f"Unknown field{'s' if len(unknown) > 1 else ''} in the body: {', '.join(unknown)}. "
+                'The body is {"messages": [ ... ]} and nothing else.',
+                details={name: ["Not a field of this body; its one field is messages."] for name in unknown},
             )
         raw_items = data["messages"]
         if not raw_items:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.urls import reverse
-from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -26,6 +27,39 @@ class StrictCharField(serializers.CharField):
         if not isinstance(data, str):
             self.fail("not_a_string", kind=type(data).__name__)
         return super().to_internal_value(data)
+
+
+class StrictSerializer(serializers.Serializer):
+    """A serializer that refuses a key it does not read (400 invalid, the key named in the
+    details with the fields there are) instead of dropping it: a misspelt optional field
+    (`recieved_at`) was stored as if absent. The API refuses unknown query parameters the same way
+    (core.filters); the schema says `additionalProperties: false` (StrictSerializerSchema)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        unknown = sorted(set(data) - set(self.fields)) if isinstance(data, Mapping) else []
+        errors: dict[str, Any] = {
+            name: [f"Not a field of this body; its fields are: {', '.join(self.fields)}."] for name in unknown
+        }
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if not unknown or not isinstance(exc.detail, dict):
+                raise
+            raise serializers.ValidationError({**errors, **exc.detail}) from exc
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+
+class StrictSerializerSchema(OpenApiSerializerExtension):
+    """A StrictSerializer's schema: the one drf-spectacular builds, closed to other properties."""
+
+    target_class = StrictSerializer
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        return {**schema, "additionalProperties": False}
 
 
 # What the ingest service accepts, for the schema (scoring.services.ingest.validate_incoming
@@ -82,8 +116,9 @@ class BodyFieldSchema(OpenApiSerializerFieldExtension):
         }
 
 
-class MessageInSerializer(serializers.Serializer):
-    """One incoming message. Body length is checked by the service (it answers 413)."""
+class MessageInSerializer(StrictSerializer):
+    """One incoming message: these fields and no other (an unknown one, such as a misspelt
+    `recieved_at`, is a 400 naming it). Body length is checked by the service (it answers 413)."""
 
     external_id = ExternalIdField()
     body = BodyField()
@@ -108,9 +143,9 @@ class MessageInSerializer(serializers.Serializer):
         )
 
 
-class BulkInSerializer(serializers.Serializer):
-    """The bulk envelope (for the schema: the view reads it itself, to give each item its own
-    error). Over BULK_MAX_ITEMS messages: 413."""
+class BulkInSerializer(StrictSerializer):
+    """The bulk envelope (for the schema and its field names: the view reads it itself, to give
+    each item its own error). Over BULK_MAX_ITEMS messages: 413."""
 
     messages = serializers.ListField(
         child=MessageInSerializer(), allow_empty=False, min_length=1, max_length=settings.BULK_MAX_ITEMS

@@ -117,6 +117,56 @@ def test_a_bulk_item_the_scorer_would_refuse_is_refused_by_the_same_rule_with_it
     assert Message.objects.count() == 0
 
 
+def test_an_unknown_field_is_a_400_naming_it_not_silently_dropped(api):
+    # a misspelt received_at was dropped and the message stored as received now
+    payload = {"external_id": "x", "body": "Hi", "bdy": "x", "recieved_at": "2020-01-01T00:00:00Z"}
+
+    response = api.post(URL, payload, format="json")
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid"
+    assert set(error["details"]) == {"bdy", "recieved_at"}
+    assert "received_at" in error["details"]["recieved_at"][0]  # the fields there are
+    assert Message.objects.count() == 0
+
+
+def test_an_unknown_field_beside_another_error_is_named_with_it(api):
+    response = api.post(URL, {"external_id": "x", "bdy": "Hi"}, format="json")
+
+    assert response.status_code == 400
+    assert set(response.json()["error"]["details"]) == {"bdy", "body"}
+
+
+def test_a_bulk_item_with_unknown_fields_refuses_the_request_naming_them_with_its_index(api):
+    items = [good("b-1"), {**good("b-2"), "bdy": "x", "recieved_at": "2020-01-01T00:00:00Z"}, good("b-3")]
+
+    response = api.post(BULK_URL, {"messages": items}, format="json")
+
+    assert response.status_code == 400
+    (detail,) = response.json()["error"]["details"]
+    assert (detail["index"], detail["code"], detail["field"]) == (1, "invalid", "bdy")
+    assert "bdy" in detail["message"] and "recieved_at" in detail["message"]
+    assert Message.objects.count() == 0
+
+
+def test_an_unknown_top_level_field_of_a_bulk_request_is_a_400_naming_it(api):
+    response = api.post(BULK_URL, {"messages": [good("b-1")], "dry_run": True}, format="json")
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid" and "dry_run" in error["message"]
+    assert set(error["details"]) == {"dry_run"}
+    assert Message.objects.count() == 0
+
+
+def test_the_schema_closes_the_ingest_bodies_to_other_fields(api):
+    schemas = api.get("/api/schema/?format=json").json()["components"]["schemas"]
+
+    assert schemas["MessageIn"]["additionalProperties"] is False
+    assert schemas["BulkIn"]["additionalProperties"] is False
+
+
 def test_the_schema_states_the_scorers_rule_for_a_body(api):
     from scoring.text import content_pattern
 
