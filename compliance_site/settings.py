@@ -389,6 +389,11 @@ SPECTACULAR_SETTINGS = {
 MAX_BODY_CHARS = env_int("MAX_BODY_CHARS", 100_000, minimum=1)
 BULK_MAX_ITEMS = env_int("BULK_MAX_ITEMS", 1_000, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 50 * 1024 * 1024, minimum=1024)
+# How far past this server's clock a message's received_at may lie (the sender's clock may run a
+# little ahead): later is refused (400), as the monitoring charts group by received_at and a
+# message dated 2999 stretched them to the year 3000. The past has no bound: archived mail is
+# imported. A source's date in the future (an email's Date header) becomes the arrival time.
+RECEIVED_AT_MAX_SKEW_SECONDS = env_int("RECEIVED_AT_MAX_SKEW_SECONDS", 300, minimum=0)
 
 # --- Message sources: email and chat exports (scoring.sources; README "Email and chat sources") ---
 # One RFC 5322 message (an .eml, one message of an mbox, POST /api/messages/raw/), as bytes:

@@ -59,8 +59,9 @@ def _require_body(request: Request) -> Any:
 def _invalid(exc: IngestInvalid) -> ApiError:
     if exc.code == "too_large":
         return too_large(str(exc))
-    error = ApiError(status_code=400, code=exc.code, message=str(exc))
-    return error
+    # `invalid` carries its errors per field (core.api_errors), as the serializer's do
+    details = {exc.field: [str(exc)]} if exc.code == "invalid" and exc.field else None
+    return ApiError(status_code=400, code=exc.code, message=str(exc), details=details)
 
 
 class MessageIngestView(MethodNotAllowedFirst, APIView):

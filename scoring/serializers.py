@@ -130,7 +130,15 @@ class MessageInSerializer(StrictSerializer):
         validators=[RegexValidator(NO_NUL_PATTERN, "Must not contain a NUL character.")],
     )
     channel = serializers.ChoiceField(choices=Channel.choices, required=False, default=Channel.OTHER)
-    received_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    received_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="When the message was received, ISO 8601 (without an offset: UTC); absent or null: "
+        "when it is stored. Any time in the past; in the future at most "
+        f"RECEIVED_AT_MAX_SKEW_SECONDS ({settings.RECEIVED_AT_MAX_SKEW_SECONDS:,}) after the "
+        "server's clock, later is refused (400 invalid).",
+    )
 
     def to_incoming(self) -> IncomingMessage:
         data = self.validated_data

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -68,7 +68,9 @@ def body_sha256(body: str) -> str:
 
 
 def validate_incoming(item: IncomingMessage) -> None:
-    """Domain checks shared by the API, the bulk API and the file import."""
+    """Domain checks shared by the API, the bulk API and the file import. A received_at may lie
+    in the past without bound (archives are imported), in the future only within the clock skew
+    allowed (is_in_the_future)."""
     if not item.external_id or not item.external_id.strip():
         raise IngestInvalid("external_id must be a non-empty string.", field="external_id")
     if len(item.external_id) > 200:
@@ -96,6 +98,22 @@ def validate_incoming(item: IncomingMessage) -> None:
         raise IngestInvalid(f"channel must be one of {', '.join(Channel.values)}.", field="channel")
     if len(item.sender) > 300:
         raise IngestInvalid("sender is longer than 300 characters.", field="sender")
+    if item.received_at is not None and is_in_the_future(item.received_at):
+        raise IngestInvalid(
+            f"received_at {item.received_at.isoformat()} is in the future: it may be at most "
+            f"{settings.RECEIVED_AT_MAX_SKEW_SECONDS:,} seconds after this server's clock "
+            f"({timezone.now().isoformat(timespec='seconds')}). Send the time the message was received.",
+            field="received_at",
+        )
+
+
+def is_in_the_future(received_at: datetime) -> bool:
+    """Whether a received_at lies later than now plus the clock skew allowed
+    (RECEIVED_AT_MAX_SKEW_SECONDS). A naive one is read in the default time zone (UTC), as it is
+    stored."""
+    if timezone.is_naive(received_at):
+        received_at = timezone.make_aware(received_at)
+    return received_at > timezone.now() + timedelta(seconds=settings.RECEIVED_AT_MAX_SKEW_SECONDS)
 
 
 def _new_message(item: IncomingMessage, submitted_by: AbstractBaseUser | None) -> Message:

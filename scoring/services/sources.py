@@ -26,7 +26,13 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from scoring.models import Conversation, Message
-from scoring.services.ingest import BulkItemResult, IncomingMessage, IngestInvalid, messages_ingest_bulk
+from scoring.services.ingest import (
+    BulkItemResult,
+    IncomingMessage,
+    IngestInvalid,
+    is_in_the_future,
+    messages_ingest_bulk,
+)
 from scoring.sources.errors import SourceError
 from scoring.sources.mail import MailLimits
 from scoring.sources.slack import ExportLimits
@@ -146,14 +152,21 @@ def _conversation_ids(keys: list[tuple[str, str, str] | None]) -> dict[str, int]
 
 
 def _incoming(item: SourceMessage, conversation_id: int | None) -> IncomingMessage:
+    received_at, headers = item.received_at, item.headers
+    if received_at is not None and is_in_the_future(received_at):
+        # A source's date is the sender's clock (an email's Date header, a chat export's time):
+        # one in the future does not refuse the message, which is received now, as it arrives.
+        received_at = None
+        note = f"the date {item.received_at.isoformat()} is in the future: received_at is the arrival time"
+        headers = {**headers, "notes": [*headers.get("notes", []), note]}
     return IncomingMessage(
         external_id=item.external_id,
         body=item.body,
         sender=item.sender[:300],
         channel=item.channel,
-        received_at=item.received_at,
+        received_at=received_at,
         subject=item.subject,
-        headers=item.headers,
+        headers=headers,
         attachments=item.attachments,
         message_id_header=item.message_id,
         conversation_id=conversation_id,

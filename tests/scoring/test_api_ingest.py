@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.test import override_settings
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from reviews.tokens import api_token_issue
@@ -165,6 +167,65 @@ def test_the_schema_closes_the_ingest_bodies_to_other_fields(api):
 
     assert schemas["MessageIn"]["additionalProperties"] is False
     assert schemas["BulkIn"]["additionalProperties"] is False
+
+
+def test_a_received_at_in_the_future_is_a_400_naming_the_field(api):
+    # the monitoring charts group by received_at: 2999 stretched them to the year 3000
+    payload = {"external_id": "x-fut", "body": "Hello", "received_at": "2999-01-01T00:00:00Z"}
+
+    response = api.post(URL, payload, format="json")
+
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid" and "in the future" in error["message"]
+    assert list(error["details"]) == ["received_at"]
+    assert Message.objects.count() == 0
+
+
+def test_a_received_at_a_little_ahead_of_the_servers_clock_is_accepted(api, settings):
+    # the sender's clock may run ahead of ours by up to RECEIVED_AT_MAX_SKEW_SECONDS
+    settings.RECEIVED_AT_MAX_SKEW_SECONDS = 3600
+    ahead = timezone.now() + timedelta(minutes=30)
+
+    response = api.post(URL, {**good(), "received_at": ahead.isoformat()}, format="json")
+
+    assert response.status_code == 202
+    assert Message.objects.get().received_at == ahead
+
+
+def test_the_allowed_clock_skew_is_a_setting(api, settings):
+    settings.RECEIVED_AT_MAX_SKEW_SECONDS = 0
+    ahead = timezone.now() + timedelta(minutes=1)
+
+    response = api.post(URL, {**good(), "received_at": ahead.isoformat()}, format="json")
+
+    assert response.status_code == 400 and "0 seconds" in response.json()["error"]["message"]
+
+
+def test_a_received_at_in_the_past_is_kept_however_old(api):
+    response = api.post(URL, {**good(), "received_at": "1995-03-04T09:30:00+02:00"}, format="json")
+
+    assert response.status_code == 202
+    assert Message.objects.get().received_at == datetime(1995, 3, 4, 7, 30, tzinfo=UTC)
+
+
+def test_a_received_at_without_an_offset_is_read_as_utc(api):
+    response = api.post(URL, {**good(), "received_at": "2020-01-01T12:00:00"}, format="json")
+
+    assert response.status_code == 202
+    assert Message.objects.get().received_at == datetime(2020, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def test_a_bulk_item_received_in_the_future_refuses_the_request_with_its_index(api):
+    items = [good("b-1"), {**good("b-2"), "received_at": "2999-01-01T00:00:00Z"}]
+
+    response = api.post(BULK_URL, {"messages": items}, format="json")
+
+    assert response.status_code == 400
+    (detail,) = response.json()["error"]["details"]
+    assert (detail["index"], detail["code"], detail["field"]) == (1, "invalid", "received_at")
+    assert "in the future" in detail["message"]
+    assert Message.objects.count() == 0
 
 
 def test_the_schema_states_the_scorers_rule_for_a_body(api):

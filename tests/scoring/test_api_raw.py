@@ -4,13 +4,23 @@ error code and stores nothing."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from reviews.tokens import api_token_issue
 from scoring.models import Conversation, Message
 from scoring.sources.mailgen import AttachmentSpec
-from tests.scoring.sources.mail_fixtures import big_attachment_mail, mail, raw_mail, with_attachment, zip_bomb
+from tests.scoring.sources.mail_fixtures import (
+    WHEN,
+    big_attachment_mail,
+    mail,
+    raw_mail,
+    with_attachment,
+    zip_bomb,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -124,6 +134,25 @@ def test_an_email_whose_text_is_only_characters_the_scorer_refuses_has_no_text_p
     assert response.status_code == 400, response.content[:300]
     assert response.json()["error"]["code"] == "no_text_part"
     assert Message.objects.count() == 0 and Conversation.objects.count() == 0
+
+
+def test_an_email_dated_in_the_future_is_stored_as_received_when_it_arrives(api):
+    # its Date header is the sender's clock: the mail is not refused, nor dated 2999
+    before = timezone.now()
+
+    response = post(api, mail(date=datetime(2999, 1, 1, tzinfo=UTC)).as_bytes())
+
+    assert response.status_code == 202, response.content[:300]
+    message = Message.objects.get()
+    assert before <= message.received_at <= timezone.now()
+    assert "2999" in message.headers["date"]
+    assert any("in the future" in note for note in message.headers["notes"])
+
+
+def test_an_email_dated_in_the_past_keeps_its_date(api):
+    post(api, mail().as_bytes())
+
+    assert Message.objects.get().received_at == WHEN
 
 
 def test_an_attachment_over_its_limit_is_a_413_naming_it_and_stores_nothing(api, settings):

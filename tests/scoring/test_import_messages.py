@@ -32,6 +32,22 @@ def test_a_jsonl_file_is_imported_and_bad_lines_are_reported_by_line(tmp_path, c
     assert set(Message.objects.values_list("external_id", flat=True)) == {"f-1", "f-3"}
 
 
+def test_a_row_received_in_the_future_is_reported_and_an_archived_one_imported(tmp_path, capsys):
+    path = tmp_path / "messages.jsonl"
+    rows = [
+        {"external_id": "old", "body": "Hello.", "received_at": "2001-09-10T08:00:00Z"},
+        {"external_id": "late", "body": "Hello.", "received_at": "2999-01-01T00:00:00"},  # naive: UTC
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+
+    call_command("import_messages", str(path))
+
+    out, err = capsys.readouterr()
+    assert "created 1, duplicates 0, errors 1" in out
+    assert "line 2: received_at 2999-01-01T00:00:00 is in the future" in err
+    assert Message.objects.get().received_at.isoformat() == "2001-09-10T08:00:00+00:00"
+
+
 def test_importing_the_same_csv_twice_creates_nothing_the_second_time(tmp_path, capsys):
     path = tmp_path / "messages.csv"
     path.write_text('external_id,body,sender\nc-1,"Zero risk, promise.",ann@example.test\nc-2,Hello,bob\n')
