@@ -26,7 +26,14 @@ never starts or never closes), bytes with no header at all (not_an_email), no te
 (no_text_part: a part of only whitespace, control or format characters has none, by the
 scorer's rule, scoring.text.has_content), an attachment over the size limit
 (attachment_too_large), a zip attachment that would expand past the limits (archive_bomb), a
-charset that cannot be read (unknown_charset, charset_mismatch)."""
+charset that cannot be read (unknown_charset, charset_mismatch).
+
+NUL characters (U+0000) are removed from everything read: the text, the attachments' text and
+names, the headers kept. In a decoded mail part a NUL is not the sender's text but a trace of
+how it was made (UTF-16 text read under a single-byte label, a C string's padding, a client's
+RTF conversion) and shows as nothing; refusing the mail for it would leave a real message
+unmonitored, and keeping it would fail on PostgreSQL, whose text and jsonb hold no NUL. (The JSON
+API refuses a NUL in a body instead, 400: a feed writes its own text and can correct it.)"""
 
 from __future__ import annotations
 
@@ -34,7 +41,7 @@ import hashlib
 import io
 import re
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email import errors as email_errors
 from email import policy
@@ -107,13 +114,18 @@ def _size(n: int) -> str:
     return f"{n:.1f} GB"
 
 
+def _without_nul(text: str) -> str:
+    """`text` without its NUL characters (module docstring, "NUL characters")."""
+    return text.replace("\x00", "")
+
+
 def _header(message: EmailMessage, name: str) -> str:
     try:
         value = message.get(name)
     except (ValueError, IndexError, TypeError, AttributeError):  # a header too broken to parse
         raw = dict(message.raw_items()).get(name)
-        return str(raw or "").strip()
-    return str(value or "").strip()
+        return _without_nul(str(raw or "")).strip()
+    return _without_nul(str(value or "")).strip()
 
 
 def _addresses(message: EmailMessage, name: str) -> tuple[str, ...]:
@@ -121,7 +133,7 @@ def _addresses(message: EmailMessage, name: str) -> tuple[str, ...]:
         header = message.get(name)
         if header is None:
             return ()
-        return tuple(str(address) for group in header.groups for address in group.addresses)
+        return tuple(_without_nul(str(address)) for group in header.groups for address in group.addresses)
     except (ValueError, IndexError, TypeError, AttributeError):
         return tuple(part.strip() for part in _header(message, name).split(",") if part.strip())
 
@@ -130,7 +142,7 @@ def _sender_address(message: EmailMessage) -> str:
     try:
         header = message.get("From")
         if header is not None and header.addresses:
-            return header.addresses[0].addr_spec or str(header.addresses[0])
+            return _without_nul(header.addresses[0].addr_spec or str(header.addresses[0]))
     except (ValueError, IndexError, TypeError, AttributeError):
         pass
     return _header(message, "From")
@@ -214,7 +226,7 @@ class _Reader:
             self.notes.append(note)
         if part.get_content_type() == "text/html":
             text = html_to_text(text)
-        return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+        return _without_nul(text.replace("\r\n", "\n").replace("\r", "\n"))
 
     # --- attachments -----------------------------------------------------------------------
 
@@ -250,7 +262,8 @@ class _Reader:
             )
 
     def _add(self, attachment: Attachment, text: str) -> None:
-        self.attachments.append((attachment, text.replace("\r\n", "\n").replace("\x00", "")))
+        named = replace(attachment, name=_without_nul(attachment.name))
+        self.attachments.append((named, _without_nul(text.replace("\r\n", "\n"))))
 
     def _attached_message(self, part, inner, name: str, ancestors, depth: int) -> None:
         size = len(part.as_bytes()) if inner is not None else 0

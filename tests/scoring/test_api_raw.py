@@ -155,6 +155,35 @@ def test_an_email_dated_in_the_past_keeps_its_date(api):
     assert Message.objects.get().received_at == WHEN
 
 
+NUL_MAIL = (
+    b"From: =?utf-8?b?Qm9iAA==?= <bob@bank.example>\r\nTo: ann@client.example\r\n"
+    b"Subject: =?utf-8?b?SGkAdGhlcmU=?=\r\nMessage-ID: <nul@bank.example>\r\n"
+    b"Date: Tue, 4 Mar 2025 09:30:00 +0000\r\nMIME-Version: 1.0\r\n"
+    b"Content-Type: multipart/mixed; boundary=B\r\n\r\n"
+    b"--B\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n"
+    b"\r\nThe pay=00outs are certain.\r\n"
+    b"--B\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Content-Disposition: attachment; filename*=utf-8''te%00rms.txt\r\nContent-Transfer-Encoding: base64\r\n"
+    b"\r\nQ2FwaXRhbAAgcHJvdGVjdGVkLg==\r\n--B--\r\n"
+)
+
+
+def test_nul_characters_in_a_raw_email_are_removed_from_all_it_stores(api):
+    # a NUL in a decoded part (its text, an attachment's text or name, a header) is not the
+    # sender's text: the mail is stored without them, where a JSON body with a NUL is a 400
+    response = post(api, NUL_MAIL)
+
+    assert response.status_code == 202, response.content[:300]
+    message = Message.objects.get()
+    assert message.body.startswith("The payouts are certain.")
+    assert "Capital protected." in message.body
+    assert message.subject == "Hithere"
+    assert message.headers["from"] == "Bob <bob@bank.example>"
+    assert [a["name"] for a in message.attachments] == ["terms.txt"]
+    stored = [message.body, message.subject, message.sender, str(message.headers), str(message.attachments)]
+    assert not any("\x00" in text for text in stored)
+
+
 def test_an_attachment_over_its_limit_is_a_413_naming_it_and_stores_nothing(api, settings):
     # given the default limits: a 12 MB attachment (16 MB as base64) in a message under 25 MB
     raw = big_attachment_mail(12)
