@@ -72,8 +72,9 @@ NO_NUL_PATTERN = r"^[^\x00]*$"
 BODY_DESCRIPTION = (
     "The message text, at most MAX_BODY_CHARS characters (over it: 413 too_large). It must hold "
     "a character the model reads: a text of only whitespace, control or format characters (a "
-    "zero-width space U+200B, a soft hyphen U+00AD, a BEL U+0007...), unassigned or private-use "
-    "code points has nothing to score and is refused with 400 empty_body, as an empty one is. "
+    "zero-width space U+200B, a soft hyphen U+00AD, a BEL U+0007...), combining marks on no "
+    "letter (U+0301 alone), the replacement character U+FFFD, unassigned or private-use code "
+    "points has nothing to score and is refused with 400 empty_body, as an empty one is. "
     "The pattern spells out exactly that rule (and no NUL character)."
 )
 

@@ -13,17 +13,25 @@ from functools import lru_cache
 
 # Characters the BERT normaliser drops or splits on, so that a text of nothing else yields no
 # token: control (Cc: tab, newline, BEL...), format (Cf: zero-width space, soft hyphen...),
-# unassigned (Cn), private use (Co), surrogates (Cs) and the separators (Zs, Zl, Zp: spaces).
-NON_CONTENT_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Zl", "Zp", "Zs"})
+# unassigned (Cn), private use (Co), surrogates (Cs), the separators (Zs, Zl, Zp: spaces), and,
+# as the uncased models' normaliser strips accents, the combining marks (Mn: U+0301 alone).
+NON_CONTENT_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Mn", "Zl", "Zp", "Zs"})
+# ... and U+FFFD, the replacement character a decoder leaves for bytes it could not read, which
+# the normaliser drops as it drops controls.
+NON_CONTENT_CHARACTERS = frozenset({"\ufffd"})
 
 NOTHING_TO_SCORE = "the text is empty or only whitespace/control characters: there is nothing to score"
 
 
 def has_content(text: str) -> bool:
-    """Whether `text` holds one character the model reads (one outside NON_CONTENT_CATEGORIES).
+    """Whether `text` holds one character the model reads (one outside NON_CONTENT_CATEGORIES and
+    NON_CONTENT_CHARACTERS).
     A text without one carries no claim, and scoring it would only report the model's bias on an
     empty window."""
-    return any(unicodedata.category(char) not in NON_CONTENT_CATEGORIES for char in text)
+    return any(
+        unicodedata.category(char) not in NON_CONTENT_CATEGORIES and char not in NON_CONTENT_CHARACTERS
+        for char in text
+    )
 
 
 def _escaped(code_point: int) -> str:

@@ -28,7 +28,8 @@ nothing is returned then):
 - anything that is not a `str`;
 - a text longer than `max_chars` characters (settings.MAX_BODY_CHARS), so time stays bounded;
 - a text that is not valid Unicode (lone surrogates);
-- a text with nothing to score: empty, whitespace-only, or only control/format characters (it
+- a text with nothing to score: empty, whitespace-only, or only control/format characters,
+  combining marks on no letter or U+FFFD (it
   yields no token; scoring.text.has_content, which ingest applies too, so such a text is refused
   before it is stored). Such a text carries no claim, but scoring it would only report the
   model's bias on an empty window, so the Scorer says so instead of inventing a number.

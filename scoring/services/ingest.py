@@ -88,7 +88,8 @@ def validate_incoming(item: IncomingMessage) -> None:
     if not has_content(item.body):
         raise IngestInvalid(
             "body must contain text: it holds only whitespace, control or format characters "
-            "(such as a zero-width space or a soft hyphen), so there is nothing to score.",
+            "(such as a zero-width space or a soft hyphen), combining marks or U+FFFD, so there "
+            "is nothing to score.",
             code="empty_body",
             field="body",
         )

@@ -23,8 +23,8 @@ before parsing, so a deeply nested bomb costs nothing), message/rfc822 nested de
 limit (nested_too_deep) or an attached message that repeats the Message-ID of a message it is
 inside (message_loop), a broken MIME structure (malformed_mime: no boundary, a boundary that
 never starts or never closes), bytes with no header at all (not_an_email), no text anywhere
-(no_text_part: a part of only whitespace, control or format characters has none, by the
-scorer's rule, scoring.text.has_content), an attachment over the size limit
+(no_text_part: a part of only whitespace, control or format characters and the like has none,
+by the scorer's rule, scoring.text.has_content), an attachment over the size limit
 (attachment_too_large), a zip attachment that would expand past the limits (archive_bomb), a
 charset that cannot be read (unknown_charset, charset_mismatch).
 

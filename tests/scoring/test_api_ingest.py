@@ -280,6 +280,8 @@ BAD_SINGLE = [
     ("zero-width spaces only", j(external_id="x", body="\u200b\u200b\u200b"), 400, "empty_body"),
     ("BEL characters only", j(external_id="x", body="\u0007\u0007"), 400, "empty_body"),
     ("a soft hyphen only", j(external_id="x", body="\u00ad"), 400, "empty_body"),
+    ("combining marks only", j(external_id="x", body="\u0301\u0301"), 400, "empty_body"),
+    ("replacement characters only", j(external_id="x", body="\ufffd\ufffd"), 400, "empty_body"),
     ("body is a number", json.dumps({"external_id": "x", "body": 42}), 400, "invalid"),
     ("body is a list", json.dumps({"external_id": "x", "body": ["a"]}), 400, "invalid"),
     ("external_id is a number", json.dumps({"external_id": 7, "body": "hello"}), 400, "invalid"),

@@ -11,8 +11,18 @@ import pytest
 
 from scoring.text import content_pattern, has_content
 
-NOTHING = ["", " \n\t", "\u200b\u200b\u200b", "\u0007\u0007", "\u00ad", "\ufeff\u2028\u00a0", "\ue000"]
-SOMETHING = ["Hi", "\u200bHi", "😀", "é", "\u0301", "\u00ad-"]
+NOTHING = [
+    "",
+    " \n\t",
+    "\u200b\u200b\u200b",
+    "\u0007\u0007",
+    "\u00ad",
+    "\ufeff\u2028\u00a0",
+    "\ue000",
+    "\u0301\u0301",  # combining marks on no letter: stripped with the accents
+    "\ufffd\ufffd",  # what a decoder leaves for unreadable bytes
+]
+SOMETHING = ["Hi", "\u200bHi", "😀", "é", "e\u0301", "\u00ad-", "\u0903", "\ufffdx"]
 
 
 @pytest.mark.parametrize("text", NOTHING)
