@@ -83,6 +83,13 @@ def test_a_day_at_the_ends_of_the_calendar_is_a_clear_400_not_an_overflow(audito
     assert "Choose a day from 1900-01-01 to 2999-12-31." in response.content.decode()
 
 
+def test_an_over_long_cursor_is_a_400_that_says_so(auditor_client):
+    response = auditor_client.get(RECORDS, {"cursor": "x" * 500})
+
+    assert response.status_code == 400
+    assert "The page cursor is not valid" in response.content.decode()
+
+
 def test_record_pages_are_keyset_paginated(auditor_client, reviewer):
     for _ in range(53):
         ReviewDecisionFactory(reviewer=reviewer, message=reviewable_message(explanation=False))
