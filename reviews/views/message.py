@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.templatetags.static import static
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_POST
 
 from core.access import role_required
@@ -86,7 +87,11 @@ def _render(
             initial={"supersedes": evidence.latest_decision.pk}
         )
         context["correction_open"] = "correction" in forms
-    return render(request, "reviews/message.html", context, status=status)
+    response = render(request, "reviews/message.html", context, status=status)
+    # Its forms act on the message's state now: Back after a decision must fetch the page again
+    # (showing it decided), not show the stale form from the browser's cache.
+    add_never_cache_headers(response)
+    return response
 
 
 @role_required(*READ_ROLES, write_roles=())

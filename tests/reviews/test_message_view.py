@@ -375,3 +375,17 @@ def test_a_correction_without_the_decision_it_corrects_says_so(supersedes, says,
     assert response.status_code == 400
     assert re.search(rf'<div class="error" role="alert"><p>{says}[^<]*reload the page', html)
     assert not ReviewDecision.objects.filter(supersedes=first).exists()
+
+
+def test_the_message_page_and_its_refusals_are_never_cached(reviewer, client):
+    """Back after a decision fetches the page again (decided), not the stale form from the cache."""
+    message = reviewable_message()
+    lock_claim(reviewer=reviewer, message=message)
+    client.force_login(reviewer)
+
+    page = client.get(reverse("reviews:message", args=[message.pk]))
+    refused = client.post(reverse("reviews:decide", args=[message.pk]), {"verdict": "claim"})
+
+    assert refused.status_code == 400
+    for response in (page, refused):
+        assert "no-store" in response["Cache-Control"]
