@@ -11,6 +11,7 @@ gather, which batches whatever waits. When the broker is down a message simply s
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -67,12 +68,34 @@ def body_sha256(body: str) -> str:
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
+_TEXT_FIELDS = ("external_id", "body", "sender", "subject", "message_id_header")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _refuse_what_no_database_stores(name: str, text: str) -> None:
+    """A lone surrogate is not Unicode text (it has no UTF-8 form: hashing or storing it fails)
+    and PostgreSQL's text holds no NUL. A JSON body or a JSONL row can carry both as escapes
+    ("\\ud800", "\\u0000"); each gets this error, for its row of an import, instead of a crash of
+    the whole import. (Raw mail removes NULs before it gets here: scoring.sources.mail.)"""
+    surrogate = _LONE_SURROGATE.search(text)
+    if surrogate is not None:
+        raise IngestInvalid(
+            f"{name} contains a lone surrogate (U+{ord(surrogate.group()):04X} at character "
+            f"{surrogate.start()}), which is not Unicode text.",
+            field=name,
+        )
+    if "\x00" in text:
+        raise IngestInvalid(f"{name} contains a NUL character.", field=name)
+
+
 def validate_incoming(item: IncomingMessage) -> None:
     """Domain checks shared by the API, the bulk API and the file import. A received_at may lie
     in the past without bound (archives are imported), in the future only within the clock skew
     allowed (is_in_the_future)."""
     if not item.external_id or not item.external_id.strip():
         raise IngestInvalid("external_id must be a non-empty string.", field="external_id")
+    for name in _TEXT_FIELDS:
+        _refuse_what_no_database_stores(name, getattr(item, name))
     if len(item.external_id) > 200:
         raise IngestInvalid("external_id is longer than 200 characters.", field="external_id")
     if not item.body or not item.body.strip():
@@ -93,8 +116,6 @@ def validate_incoming(item: IncomingMessage) -> None:
             code="empty_body",
             field="body",
         )
-    if "\x00" in item.body:
-        raise IngestInvalid("body contains a NUL character.", field="body")
     if item.channel not in Channel.values:
         raise IngestInvalid(f"channel must be one of {', '.join(Channel.values)}.", field="channel")
     if len(item.sender) > 300:

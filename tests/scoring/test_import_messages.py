@@ -48,6 +48,27 @@ def test_a_row_received_in_the_future_is_reported_and_an_archived_one_imported(t
     assert Message.objects.get().received_at.isoformat() == "2001-09-10T08:00:00+00:00"
 
 
+def test_a_row_with_a_lone_surrogate_or_a_nul_is_reported_not_a_crash_of_the_import(tmp_path, capsys):
+    """JSON escapes can spell text no database stores: a lone surrogate (no UTF-8 form) and NUL
+    (PostgreSQL's text refuses it). Each row is refused with its line; the others are imported."""
+    path = tmp_path / "messages.jsonl"
+    path.write_text(
+        '{"external_id": "s-1", "body": "Returns are \\ud800 guaranteed."}\n'
+        '{"external_id": "s-2", "body": "Hello.", "sender": "bob\\u0000@bank.example"}\n'
+        '{"external_id": "s-3\\udfff", "body": "Hello."}\n'
+        '{"external_id": "ok", "body": "See you at lunch."}\n'
+    )
+
+    call_command("import_messages", str(path))
+
+    out, err = capsys.readouterr()
+    assert "created 1, duplicates 0, errors 3" in out
+    assert "line 1: body contains a lone surrogate (U+D800 at character 12)" in err
+    assert "line 2: sender contains a NUL character." in err
+    assert "line 3: external_id contains a lone surrogate (U+DFFF" in err
+    assert list(Message.objects.values_list("external_id", flat=True)) == ["ok"]
+
+
 def test_importing_the_same_csv_twice_creates_nothing_the_second_time(tmp_path, capsys):
     path = tmp_path / "messages.csv"
     path.write_text('external_id,body,sender\nc-1,"Zero risk, promise.",ann@example.test\nc-2,Hello,bob\n')
