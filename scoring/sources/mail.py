@@ -7,7 +7,11 @@ and re-parses it each time, which made parsing six times slower). What is kept:
 - From, To, Cc, Subject, Date, Message-ID, In-Reply-To and References;
 - the text: `get_body(("plain", "html"))`, so multipart/alternative gives its text/plain and an
   HTML-only mail its HTML converted to text (scoring.sources.html); quoted-printable and base64
-  decoded, charsets as scoring.sources.charsets says;
+  decoded, charsets as scoring.sources.charsets says. Base64 the standard library cannot decode
+  is never shown or scored as its letters without a word: one letter too many at the end (six
+  bits, less than a byte) is dropped, a part declared base64 that is not base64 at all (plain
+  text under a wrong label) is read as written, and letters outside the alphabet inside real
+  base64 are skipped, each with a note the reviewer sees;
 - attachments, each with its name, type and size; text attachments (text/plain, text/csv, a .txt
   or .csv name) are read and scored as part of the message, so are the text files inside a zip
   attachment and the text of an attached message (message/rfc822, a forward as attachment);
@@ -37,6 +41,7 @@ API refuses a NUL in a body instead, 400: a feed writes its own text and can cor
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import re
@@ -104,6 +109,13 @@ _DEFECT_TEXT = {
 }
 _CONTAINER_HEADER = re.compile(rb"(?im)^content-type:[ \t]*(?:multipart|message)/")
 _MSG_ID = re.compile(r"<([^<>\s]+)>")
+_NOT_BASE64 = re.compile(rb"[^A-Za-z0-9+/=]")
+_BASE64_DEFECTS = frozenset(
+    {email_errors.InvalidBase64LengthDefect, email_errors.InvalidBase64CharactersDefect}
+)
+# Real base64 damaged in transport has the odd stray character; text under a wrong
+# Content-Transfer-Encoding label has a space every few letters.
+BASE64_STRAY_SHARE = 0.02
 
 
 def _size(n: int) -> str:
@@ -219,8 +231,32 @@ class _Reader:
 
     # --- text ------------------------------------------------------------------------------
 
-    def part_text(self, part: EmailMessage, where: str) -> str:
+    def payload(self, part: EmailMessage, where: str) -> bytes:
+        """A part's bytes with its Content-Transfer-Encoding undone; base64 that cannot be
+        decoded as it stands is repaired or read as written, with a note (module docstring)."""
+        seen = len(part.defects)
         data = part.get_payload(decode=True) or b""
+        found = {type(d) for d in part.defects[seen:]} & _BASE64_DEFECTS
+        if not found:
+            return data
+        written = str(part.get_payload()).encode("ascii", "surrogateescape")
+        letters = re.sub(rb"[\r\n]+", b"", written)
+        strays = len(_NOT_BASE64.findall(letters))
+        if strays > BASE64_STRAY_SHARE * len(letters):  # text under a wrong label, not base64
+            self.notes.append(f"{where}: it is declared base64 but is not base64; read as written.")
+            return written
+        if email_errors.InvalidBase64LengthDefect in found:  # given back undecoded
+            # One base64 letter too many: six bits, less than a byte, so dropping it loses no text.
+            kept = _NOT_BASE64.sub(b"", letters).rstrip(b"=")[:-1]
+            data = base64.b64decode(kept + b"=" * (-len(kept) % 4))
+            self.notes.append(f"{where}: its base64 ends with one letter too many, which was dropped.")
+        if strays:
+            what = "1 character that is" if strays == 1 else f"{strays} characters that are"
+            self.notes.append(f"{where}: {what} not base64 skipped while decoding it.")
+        return data
+
+    def part_text(self, part: EmailMessage, where: str) -> str:
+        data = self.payload(part, where)
         text, note = decode_text(data, part.get_content_charset(), where=where)
         if note:
             self.notes.append(note)
@@ -240,7 +276,7 @@ class _Reader:
             self._attached_message(part, inner, prefix + name, ancestors, depth)
             return
         name = prefix + (name or f"part-{index}")
-        data = part.get_payload(decode=True) or b""
+        data = self.payload(part, f"the attachment {name!r}")
         if len(data) > self.limits.max_attachment_bytes:
             raise SourceError(
                 "attachment_too_large",

@@ -273,3 +273,63 @@ def test_a_zip_bomb_attachment_is_refused():
 
 def test_bytes_with_no_header_are_not_an_email():
     assert refused(b"just some words\nand more\n").code == "not_an_email"
+
+
+# --- base64 the standard library cannot decode ------------------------------------------------
+
+BASE64_TEXT = "Your fund is guaranteed to pay 8% a year, every single year, whatever happens."
+
+
+def base64_mail(body: bytes) -> bytes:
+    return raw_mail("Content-Type: text/plain; charset=utf-8", "Content-Transfer-Encoding: base64", body=body)
+
+
+def test_base64_with_one_letter_too_many_is_decoded_not_shown_as_its_letters():
+    # 4k+1 letters: the standard library gives the encoded letters back as the "decoded" text.
+    encoded = base64.b64encode(BASE64_TEXT.encode())
+    assert not encoded.endswith(b"=")  # a whole number of groups, so one more letter is one too many
+    cut = encoded + b"Q"
+
+    message = parse_email(base64_mail(cut + b"\n"))
+
+    assert message.body == BASE64_TEXT
+    assert message.headers["notes"] == [
+        "the text/plain body: its base64 ends with one letter too many, which was dropped."
+    ]
+
+
+def test_plain_text_under_a_base64_label_is_read_as_written_with_a_note():
+    for text in ("not base64 at all, the fund is guaranteed!", "Hello there friend"):
+        message = parse_email(base64_mail(text.encode() + b"\n"))
+
+        assert message.body == text
+        assert message.headers["notes"] == [
+            "the text/plain body: it is declared base64 but is not base64; read as written."
+        ]
+
+
+def test_a_stray_character_in_real_base64_is_skipped_and_noted():
+    encoded = base64.encodebytes(BASE64_TEXT.encode())
+
+    message = parse_email(base64_mail(encoded[:40] + b"*" + encoded[40:]))
+
+    assert message.body == BASE64_TEXT
+    assert message.headers["notes"] == [
+        "the text/plain body: 1 character that is not base64 skipped while decoding it."
+    ]
+
+
+def test_a_text_attachment_under_a_wrong_base64_label_is_read_as_written():
+    raw = raw_mail(
+        "Content-Type: multipart/mixed; boundary=b1",
+        body=b"--b1\nContent-Type: text/plain\n\nSee the note attached.\n--b1\nContent-Type: text/plain; "
+        b'name="note.txt"\nContent-Disposition: attachment; filename="note.txt"\n'
+        b"Content-Transfer-Encoding: base64\n\nreturns are guaranteed, no risk at all\n--b1--\n",
+    )
+
+    message = parse_email(raw)
+
+    assert "returns are guaranteed, no risk at all" in message.body
+    assert message.headers["notes"] == [
+        "the attachment 'note.txt': it is declared base64 but is not base64; read as written."
+    ]
