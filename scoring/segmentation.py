@@ -8,7 +8,8 @@ Pure Python, no Django. `segment(text)` covers a message with consecutive segmen
   future results", "not FDIC insured", "authorised and regulated by the FCA");
 - `quoted`: earlier messages the sender quotes or forwards: "> " lines, the "On ... wrote:" line
   above them, and everything below an Outlook-style header block ("From: ... Sent: ... To: ...
-  Subject: ...") or a forward separator ("---------- Forwarded message ---------").
+  Subject: ...") or a forward separator ("---------- Forwarded message ---------", or any
+  labelled dash line such as "---- Message ----" with a From: line under it).
 
 What is scored and what routes (the Scorer, the rules and the review screen share this):
 every segment is scored in its own right, so boilerplate and quoted words cannot mix with the
@@ -42,7 +43,7 @@ ATTACHMENT = "attachment"
 SEEN = "seen"
 ROUTING_KINDS: frozenset[str] = frozenset({BODY, SIGNATURE, ATTACHMENT})
 # Bump when the rules below change what they find: predictions store the version they used.
-SEGMENTATION_VERSION = 1
+SEGMENTATION_VERSION = 2
 
 _QUOTE_PREFIX = re.compile(r"^[ \t]*>")
 # "On Tue, 4 Mar 2025 at 09:12, Jane Roe <jane@x.example> wrote:" (one or two lines), and the
@@ -58,6 +59,9 @@ _SEPARATOR = re.compile(
     re.IGNORECASE,
 )
 _RULE_LINE = re.compile(r"^[ \t]*(?:_{8,}|-{8,}|={8,})[ \t]*$")
+# Any other labelled dash line ("---- Message ----", "----- Forwarded by Ann -----"): a forward
+# only when a From: line comes next, since a dash line alone can be a heading in a letter.
+_LABELLED_RULE = re.compile(r"^[ \t]*-{2,}[ \t]*[^\s-][^-\n]{0,38}?[ \t]*-{2,}[ \t]*$")
 _HEADER = re.compile(r"^[ \t]*\*?(From|Sent|Date|To|Cc|Subject|Von|De|Envoyé|Gesendet|An|Betreff)\*?:", re.I)
 _FROM = re.compile(r"^[ \t]*\*?(From|Von|De)\*?:[ \t]*\S", re.IGNORECASE)
 _SIG_DELIMITER = re.compile(r"^-- ?$")
@@ -121,6 +125,12 @@ def _header_block_at(lines: Sequence[_Line], i: int) -> bool:
     return len(fields) >= 3
 
 
+def _from_line_follows(lines: Sequence[_Line], i: int) -> bool:
+    """The first non-blank line after line i is a From: line."""
+    following = next((line for line in lines[i + 1 : i + 3] if not line.blank), None)
+    return following is not None and bool(_FROM.match(following.text))
+
+
 def _attribution_at(lines: Sequence[_Line], i: int) -> int:
     """Number of lines (1 or 2) of an "On ... wrote:" attribution starting at line i, else 0."""
     if _ATTRIBUTION.match(lines[i].text):
@@ -151,6 +161,7 @@ def _line_kinds(lines: Sequence[_Line]) -> list[str]:
             or _SEPARATOR.match(text)
             or _header_block_at(lines, i)
             or (_RULE_LINE.match(text) and i + 1 < len(lines) and _header_block_at(lines, i + 1))
+            or (_LABELLED_RULE.match(text) and _from_line_follows(lines, i))
         ):
             for j in range(i, len(lines)):  # top-posting: all that follows is the history
                 kinds[j] = QUOTED

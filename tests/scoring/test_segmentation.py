@@ -143,3 +143,22 @@ def test_segmentation_imports_no_django():
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    "separator", ["---- Message ----", "----- Forwarded by Ann Lee -----", "-- Mensagem --"]
+)
+def test_a_labelled_dash_line_over_a_from_line_quotes_what_follows(separator):
+    text = (
+        "Compliance, for the file: received this on LinkedIn, I have not replied.\n\nRegards,\nMarcus\n\n"
+        f'{separator}\nFrom: Ava (Northbridge Quant)\n"Our AI bot returns 3% weekly with zero risk."'
+    )
+    assert [k for k, _ in parts(text)] == [BODY, SIGNATURE, QUOTED]
+
+
+def test_a_labelled_dash_line_with_no_from_line_under_it_stays_body():
+    text = (
+        "Agenda for Tuesday\n\n---- Fees ----\nThe fee is 0.75% a year.\n\n"
+        "---- Risks ----\nYou may lose money."
+    )
+    assert {k for k, _ in parts(text)} == {BODY}
