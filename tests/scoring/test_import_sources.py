@@ -220,6 +220,36 @@ def chat_csv(rows: list[dict]) -> str:
     return out.getvalue()
 
 
+def test_a_chat_row_or_slack_message_holding_a_nul_is_reported_by_line_and_the_rest_imported(
+    tmp_path, capsys
+):
+    """Unlike raw mail, whose NULs are decoding traces and are removed (scoring.sources.mail), a
+    chat system's stored text is refused where it holds one (docs/roles/ingest_service.md)."""
+    path = tmp_path / "chat.jsonl"
+    rows = [
+        {"conversation_id": "d1", "sender": "Sam", "sent_at": "2025-03-03T10:00:00Z", "text": "Hi\x00 there"},
+        {"conversation_id": "d1", "sender": "Sam", "sent_at": "2025-03-03T10:00:20Z", "text": "No losses."},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    call_command("import_messages", str(path))
+    out = capsys.readouterr()
+    assert "created 1, duplicates 0, errors 1" in out.out
+    assert "line 1: body contains a NUL character." in out.err
+    assert list(Message.objects.values_list("body", flat=True)) == ["No losses."]
+
+    lines = [
+        {"user": "U1", "text": "Fees are 1%\x00.", "ts": 1.0e9},
+        {"user": "U2", "text": "Thanks", "ts": 1.0e9 + 5},
+    ]
+    call_command("import_messages", str(slack_export(tmp_path, {"desk": lines})))
+    out = capsys.readouterr()
+    assert "created 1, duplicates 0, errors 1" in out.out and "body contains a NUL character." in out.err
+    assert (
+        Message.objects.filter(body="Thanks").exists()
+        and not Message.objects.filter(body__contains="Fees").exists()
+    )
+
+
 def test_a_chat_csv_is_detected_and_imported_one_message_per_row_in_its_conversation(tmp_path, capsys):
     path = tmp_path / "desk.csv"
     path.write_text(chat_csv(CHAT_ROWS[:3]))
