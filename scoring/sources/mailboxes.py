@@ -1,10 +1,18 @@
 """Files of many emails: an mbox file (the standard library's `mailbox`) and a directory of .eml
 files. Each yields (position, SourceMessage or SourceError): a broken message is reported at its
-position and the others are read."""
+position and the others are read.
+
+An mbox escapes a body line that starts with "From " (which would otherwise start a new message)
+as ">From "; the standard library gives it back escaped. Such a line is unescaped (mboxrd: one
+">" less on a line that is ">"s and "From "), or a sentence of the sender's starting with "From"
+would read as a quoted line, quoted history, which does not route. A line that was a real quote
+of a "From " line in an mboxo file (which does not escape ">From ") loses its ">" and reads as
+the sender's: a mistake that can only make the message more likely to be reviewed."""
 
 from __future__ import annotations
 
 import mailbox
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +21,12 @@ from scoring.sources.mail import MailLimits, parse_email
 from scoring.sources.types import SourceMessage
 
 Read = tuple[str, SourceMessage | SourceError]
+_ESCAPED_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
+
+
+def mbox_unescaped(raw: bytes) -> bytes:
+    """A message's bytes as an mbox holds them, with its ">From " lines unescaped (module docstring)."""
+    return _ESCAPED_FROM.sub(rb"\1", raw)
 
 
 def _parsed(position: str, raw: bytes, limits: MailLimits) -> Read:
@@ -33,7 +47,7 @@ def count_mbox(path: Path) -> int:
 
 def _parse_job(job: tuple[str, bytes, MailLimits]) -> Read:
     position, raw, limits = job
-    return _parsed(position, raw, limits)
+    return _parsed(position, mbox_unescaped(raw), limits)
 
 
 def read_mbox(path: Path, *, limits: MailLimits, processes: int = 1) -> Iterator[Read]:

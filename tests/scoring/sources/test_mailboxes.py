@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import mailbox
 
+from scoring.segmentation import segment
 from scoring.sources.errors import SourceError
 from scoring.sources.mail import MailLimits
 from scoring.sources.mailboxes import read_mbox
@@ -38,3 +39,27 @@ def test_an_mbox_reads_the_same_in_this_process_and_in_two_others(tmp_path):
             ("message 3", "c@x", ""),
         ]
     )
+
+
+def test_a_line_of_the_senders_that_starts_with_from_is_the_senders_not_a_quote(tmp_path):
+    # given: an mbox writer escapes a body line "From ..." as ">From ..." (mboxrd: ">From " as ">>From ")
+    path = tmp_path / "journal.mbox"
+    box = mailbox.mbox(path, create=True)
+    box.add(
+        mail("Hi Ann,\n\nFrom next month your returns are guaranteed.\n\nBob", message_id="<a@x>").as_bytes()
+    )
+    box.add(
+        mail("Noted.\n\nOn Tue, Ann wrote:\n> From here it looks guaranteed?", message_id="<b@x>").as_bytes()
+    )
+    box.flush()
+    box.close()
+    assert b"\n>From next month" in path.read_bytes()
+
+    # when
+    first, second = (message for _, message in read_mbox(path, limits=MailLimits()))
+
+    # then: the sender's sentence is theirs (body, which routes), a quoted one stays quoted
+    assert "\nFrom next month your returns are guaranteed." in first.body
+    assert [s.kind for s in segment(first.body)] == ["body"]
+    assert "\n> From here it looks guaranteed?" in second.body
+    assert [s.kind for s in segment(second.body)][-1] == "quoted"
