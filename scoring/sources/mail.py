@@ -276,7 +276,8 @@ class _Reader:
             self._attached_message(part, inner, prefix + name, ancestors, depth)
             return
         name = prefix + (name or f"part-{index}")
-        data = self.payload(part, f"the attachment {name!r}")
+        # message/delivery-status and the like are parsed as header blocks: counted whole.
+        data = part.as_bytes() if part.is_multipart() else self.payload(part, f"the attachment {name!r}")
         if len(data) > self.limits.max_attachment_bytes:
             raise SourceError(
                 "attachment_too_large",
@@ -411,9 +412,8 @@ class _Reader:
     def body_and_attachments(
         self, message: EmailMessage, ancestors: tuple[str, ...], depth: int, prefix: str = ""
     ) -> tuple[str, bool]:
-        """(text of the message's body part, whether it had one); its attachments (the
-        standard library's `iter_attachments`: every part that is not the body) go to
-        self.attachments."""
+        """(text of the message's body part, whether it had one); its attachments (every part
+        that is not the body nor one of its other forms: _other_parts) go to self.attachments."""
         body_part = message.get_body(preferencelist=("plain", "html"))
         text = ""
         if body_part is not None:
@@ -425,15 +425,9 @@ class _Reader:
             if body_part is None:  # a lone part that is not a body (Content-Disposition: attachment)
                 self.attachment(message, 1, prefix, ancestors, depth)
             return text.strip(), body_part is not None
-        pending = list(message.iter_attachments())
-        index = 0
-        while pending:
-            part = pending.pop(0)
-            index += 1
-            if part.is_multipart() and part.get_content_type() != "message/rfc822":
-                pending[:0] = list(part.iter_parts())  # a nested multipart: its parts, in order
-                continue
-            self.attachment(part, index, prefix, ancestors, depth)
+        if message.get_content_subtype() != "alternative":  # else all its parts are the body's forms
+            for index, part in enumerate(_other_parts(message, body_part), start=1):
+                self.attachment(part, index, prefix, ancestors, depth)
         return text.strip(), body_part is not None
 
 
@@ -511,6 +505,32 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
         thread_refs=tuple(dict.fromkeys((*references, *((in_reply_to,) if in_reply_to else ())))),
         participants=participants,
     )
+
+
+def _other_parts(part: EmailMessage, body: EmailMessage | None):
+    """The parts of a multipart that are not its body, at any depth, in order: what the
+    standard library's iter_attachments gives, except that it skips the first text part of the
+    top level whether or not it is the body, so a body inside a nested multipart (multipart/signed
+    around multipart/mixed; a list server's multipart/mixed around the sender's) was repeated as
+    an attachment and the top level's first text part (the list's footer) lost."""
+    for child in part.iter_parts():
+        if child is body:
+            continue
+        if child.get_content_maintype() == "multipart":
+            if child.get_content_subtype() in ("alternative", "related") and _holds(child, body):
+                continue  # the body's other forms (its HTML twin) and the images it shows inline
+            yield from _other_parts(child, body)
+        else:
+            yield child
+
+
+def _holds(part: EmailMessage, target: EmailMessage | None) -> bool:
+    """Whether `target` is `part` or inside it (not looking into attached messages)."""
+    if part is target:
+        return True
+    if part.get_content_maintype() != "multipart":
+        return False
+    return any(_holds(child, target) for child in part.iter_parts())
 
 
 def _body_type(message: EmailMessage) -> str:

@@ -187,6 +187,81 @@ def test_a_message_without_a_message_id_gets_the_hash_of_its_bytes_as_external_i
     assert parse_email(raw).external_id.startswith("sha256:")
 
 
+def test_a_signed_mail_with_an_attachment_reads_its_text_once_and_lists_only_the_attachments():
+    # given: PGP/MIME as Thunderbird sends it: multipart/signed > multipart/mixed >
+    # (multipart/alternative > text/plain, text/html), application/pdf; the signature
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        'Content-Type: multipart/signed; micalg=pgp-sha256; protocol="application/pgp-signature"; '
+        'boundary="s"',
+        body=(
+            b"--s\nContent-Type: multipart/mixed; boundary=m\n\n"
+            b"--m\nContent-Type: multipart/alternative; boundary=a\n\n"
+            b"--a\nContent-Type: text/plain; charset=utf-8\n\nYour returns are guaranteed.\n"
+            b"--a\nContent-Type: text/html; charset=utf-8\n\n<p>Your returns are guaranteed.</p>\n--a--\n"
+            b"--m\nContent-Type: application/pdf; name=terms.pdf\nContent-Disposition: attachment; "
+            b"filename=terms.pdf\nContent-Transfer-Encoding: base64\n\nJVBERi0xLjQK\n--m--\n"
+            b"--s\nContent-Type: application/pgp-signature; name=signature.asc\n\n"
+            b"-----BEGIN PGP SIGNATURE-----\niQEzBAEBCAAd\n-----END PGP SIGNATURE-----\n--s--\n"
+        ),
+    )
+
+    # when
+    message = parse_email(raw)
+
+    # then: the text once, as the body; no copy of it, nor its HTML twin, as an attachment
+    assert message.body == "Your returns are guaranteed."
+    assert [(a["name"], a["content_type"]) for a in message.attachments] == [
+        ("terms.pdf", "application/pdf"),
+        ("signature.asc", "application/pgp-signature"),
+    ]
+
+
+def test_a_body_inside_a_nested_multipart_mixed_is_not_repeated_as_an_attachment():
+    # given: a list server's wrapper: multipart/mixed > (multipart/mixed > text/plain), footer
+    raw = raw_mail(
+        "Content-Type: multipart/mixed; boundary=o",
+        body=(
+            b"--o\nContent-Type: multipart/mixed; boundary=i\n\n"
+            b"--i\nContent-Type: text/plain\n\nZero risk, I promise.\n--i--\n"
+            b"--o\nContent-Type: text/plain\n\nTo unsubscribe, write to list@x.example\n--o--\n"
+        ),
+    )
+
+    message = parse_email(raw)
+
+    assert message.body.count("Zero risk, I promise.") == 1
+    assert [a["name"] for a in message.attachments] == ["part-1"]
+    assert message.body.endswith("To unsubscribe, write to list@x.example")
+
+
+def test_a_bounce_lists_its_delivery_status_as_one_part_and_reads_the_returned_message():
+    # given: a DSN (multipart/report): the notice, message/delivery-status, the returned message
+    raw = raw_mail(
+        "Subject: Undelivered Mail Returned to Sender",
+        "Content-Type: multipart/report; report-type=delivery-status; boundary=r",
+        body=(
+            b"--r\nContent-Type: text/plain\n\nYour message could not be delivered.\n"
+            b"--r\nContent-Type: message/delivery-status\n\nReporting-MTA: dns; mx.bank.example\n\n"
+            b"Final-Recipient: rfc822; ann@client.example\nAction: failed\nStatus: 5.1.1\n\n"
+            b"--r\nContent-Type: message/rfc822\n\nFrom: Bob <bob@bank.example>\nSubject: Offer\n\n"
+            b"Guaranteed returns.\n--r--\n"
+        ),
+    )
+
+    message = parse_email(raw)
+
+    status, returned = message.attachments
+    assert (status["content_type"], status["scored"], status["size"] > 0) == (
+        "message/delivery-status",
+        False,
+        True,
+    )
+    assert (returned["name"], returned["scored"]) == ("Offer.eml", True)
+    assert message.body.startswith("Your message could not be delivered.")
+    assert message.body.endswith("Guaranteed returns.")
+
+
 # --- bad input ----------------------------------------------------------------------------------
 
 
