@@ -81,7 +81,7 @@ def _row(position: str, raw: Any) -> Read:
 
 
 def read_chat_jsonl(path: Path) -> Iterator[Read]:
-    with path.open(encoding="utf-8", errors="strict") as handle:
+    with path.open(encoding="utf-8-sig", errors="strict") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -97,7 +97,7 @@ def read_chat_jsonl(path: Path) -> Iterator[Read]:
 
 
 def read_chat_csv(path: Path) -> Iterator[Read]:
-    with path.open(encoding="utf-8", errors="strict", newline="") as handle:
+    with path.open(encoding="utf-8-sig", errors="strict", newline="") as handle:
         reader = csv.DictReader(handle)
         missing = [f for f in CHAT_FIELDS if f not in (reader.fieldnames or [])]
         if missing:

@@ -94,3 +94,21 @@ def test_a_csv_without_a_body_column_is_refused(tmp_path):
 def test_a_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(CommandError, match="does not exist"):
         call_command("import_messages", str(tmp_path / "nope.jsonl"))
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("messages.csv", 'external_id,body,sender\nc-1,"Zero risk, promise.",ann@example.test\n'),
+        ("messages.jsonl", json.dumps({"external_id": "c-1", "body": "Zero risk, promise."}) + "\n"),
+    ],
+)
+def test_a_file_saved_with_a_byte_order_mark_is_imported_whole(tmp_path, capsys, name, text):
+    # given: Excel's "CSV UTF-8" and Windows editors start the file with U+FEFF
+    path = tmp_path / name
+    path.write_text("\ufeff" + text, encoding="utf-8")
+
+    call_command("import_messages", str(path))
+
+    assert "created 1, duplicates 0, errors 0" in capsys.readouterr().out
+    assert list(Message.objects.values_list("external_id", flat=True)) == ["c-1"]

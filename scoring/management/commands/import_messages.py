@@ -70,7 +70,7 @@ Row = tuple[int, IncomingMessage | IngestInvalid]
 
 
 def _read_jsonl(path: Path) -> Iterator[Row]:
-    with path.open(encoding="utf-8", errors="strict") as handle:
+    with path.open(encoding="utf-8-sig", errors="strict") as handle:
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -90,7 +90,7 @@ def _read_csv(path: Path) -> Iterator[Row]:
     limit = csv_field_limit()
     previous = csv.field_size_limit(limit)
     try:
-        with path.open(encoding="utf-8", errors="strict", newline="") as handle:
+        with path.open(encoding="utf-8-sig", errors="strict", newline="") as handle:
             reader = csv.DictReader(handle)
             if not reader.fieldnames or "body" not in reader.fieldnames:
                 raise CommandError("The CSV needs a header row with at least external_id (or id) and body.")

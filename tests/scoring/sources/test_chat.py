@@ -89,3 +89,24 @@ def test_a_generic_transcript_in_jsonl_or_csv_gives_one_message_per_row(tmp_path
     assert first.external_id != second.external_id and first.external_id.startswith("chat:")
     assert isinstance(third, SourceError) and "sent_at is missing" in str(third) and reads[2][0] == "line 3"
     assert csv_read[1].channel == "sms" and csv_read[1].received_at.isoformat() == "2025-03-03T10:00:00+00:00"
+
+
+@pytest.mark.parametrize("suffix", ["csv", "jsonl"])
+def test_a_transcript_saved_with_a_byte_order_mark_is_read(tmp_path, suffix):
+    # given: Excel's "CSV UTF-8" and Windows editors start the file with U+FEFF
+    path = tmp_path / f"chat.{suffix}"
+    if suffix == "csv":
+        text = "conversation_id,sender,sent_at,text\ndesk-7,Sam,2025-03-03T10:00:00Z,Losses are impossible.\n"
+        read = read_chat_csv
+    else:
+        row = {"conversation_id": "desk-7", "sender": "Sam", "sent_at": "2025-03-03T10:00:00Z"}
+        text = json.dumps({**row, "text": "Losses are impossible."}) + "\n"
+        read = read_chat_jsonl
+    path.write_text("\ufeff" + text, encoding="utf-8")
+
+    # when
+    ((position, message),) = list(read(path))
+
+    # then
+    assert position == ("line 2" if suffix == "csv" else "line 1")
+    assert message.body == "Losses are impossible." and message.conversation_key == "chat:desk-7"
