@@ -9,7 +9,9 @@ Pure Python, no Django. `segment(text)` covers a message with consecutive segmen
 - `quoted`: earlier messages the sender quotes or forwards: "> " lines, the "On ... wrote:" line
   above them, and everything below an Outlook-style header block ("From: ... Sent: ... To: ...
   Subject: ...") or a forward separator ("---------- Forwarded message ---------", or any
-  labelled dash line such as "---- Message ----" with a From: line under it).
+  labelled dash line such as "---- Message ----" with a From: line under it); each also as mail
+  clients localise it (German, French, Spanish, Italian, Dutch, Portuguese: "De : ... Envoyé :
+  ... À : ... Objet :", "-----Message d'origine-----", "Am ... um 09:12 schrieb Hans <h@x>:").
 
 What is scored and what routes (the Scorer, the rules and the review screen share this):
 every segment is scored in its own right, so boilerplate and quoted words cannot mix with the
@@ -43,27 +45,42 @@ ATTACHMENT = "attachment"
 SEEN = "seen"
 ROUTING_KINDS: frozenset[str] = frozenset({BODY, SIGNATURE, ATTACHMENT})
 # Bump when the rules below change what they find: predictions store the version they used.
-SEGMENTATION_VERSION = 2
+SEGMENTATION_VERSION = 3
 
 _QUOTE_PREFIX = re.compile(r"^[ \t]*>")
 # "On Tue, 4 Mar 2025 at 09:12, Jane Roe <jane@x.example> wrote:" (one or two lines), and the
 # same in a few other languages mail clients localise it to.
+# German and Dutch put the name after the verb: "Am Di., 4. März 2025 um 09:12 Uhr schrieb Hans
+# Muster <hans@x.example>:", "Op di 4 mrt 2025 om 09:12 schreef Piet <p@x.example>:"; a time of day
+# before the verb tells it from a sentence ("Am Montag schrieb mir ein Kunde:").
 _ATTRIBUTION = re.compile(
-    r"^[ \t]*(?:On|Am|Le|El|Il|Op)\b.{4,300}?\b"
-    r"(?:wrote|schrieb|a écrit|escribió|ha scritto|schreef)\s*:?[ \t]*$",
+    r"^[ \t]*(?:(?:On|Am|Le|El|Il|Op|Em)\b.{4,300}?\b"
+    r"(?:wrote|schrieb|a écrit|escribió|ha scritto|schreef|escreveu|het volgende geschreven)\s*:?"
+    r"|(?:Am|Op)\b.{0,300}?\b\d{1,2}:\d{2}\b.{0,40}?\b(?:schrieb|schreef)\b.{1,200}:)[ \t]*$",
     re.IGNORECASE,
 )
 _SEPARATOR = re.compile(
     r"^[ \t]*(?:-{2,}\s*(?:Original Message|Forwarded message|Forwarded Message|Mensaje original|"
-    r"Ursprüngliche Nachricht)\s*-{2,}|Begin forwarded message:|-----Original Message-----)[ \t]*$",
+    r"Ursprüngliche Nachricht|Original-Nachricht|Weitergeleitete Nachricht|Message d'origine|"
+    r"Message transféré|Mensaje reenviado|Messaggio originale|Messaggio inoltrato|"
+    r"Oorspronkelijk bericht|Doorgestuurd bericht|Mensagem original|Mensagem encaminhada)\s*-{2,}|"
+    r"Begin forwarded message:|-----Original Message-----)[ \t]*$",
     re.IGNORECASE,
 )
 _RULE_LINE = re.compile(r"^[ \t]*(?:_{8,}|-{8,}|={8,})[ \t]*$")
 # Any other labelled dash line ("---- Message ----", "----- Forwarded by Ann -----"): a forward
 # only when a From: line comes next, since a dash line alone can be a heading in a letter.
 _LABELLED_RULE = re.compile(r"^[ \t]*-{2,}[ \t]*[^\s-][^-\n]{0,38}?[ \t]*-{2,}[ \t]*$")
-_HEADER = re.compile(r"^[ \t]*\*?(From|Sent|Date|To|Cc|Subject|Von|De|Envoyé|Gesendet|An|Betreff)\*?:", re.I)
-_FROM = re.compile(r"^[ \t]*\*?(From|Von|De)\*?:[ \t]*\S", re.IGNORECASE)
+# An Outlook-style header line, in the languages mail clients localise it to (English, German,
+# French, Spanish, Italian, Dutch, Portuguese); French puts a space (often a no-break space)
+# before the colon: "De : Jean Dupont", "Objet : Placement".
+_FROM_NAMES = r"From|Von|De|Da|Van"
+_HEADER_NAMES = (
+    rf"{_FROM_NAMES}|Sent|Date|To|Cc|Subject|Gesendet|Datum|An|Betreff|Envoyé|À|A|Objet|"
+    r"Enviado(?: em)?|Enviada(?: em)?|Fecha|Para|Asunto|Assunto|Inviato|Data|Oggetto|Verzonden|Aan|Onderwerp"
+)
+_HEADER = re.compile(rf"^[ \t]*\*?({_HEADER_NAMES})\*?[ \t\u00a0]*:", re.IGNORECASE)
+_FROM = re.compile(rf"^[ \t]*\*?({_FROM_NAMES})\*?[ \t\u00a0]*:[ \t\u00a0]*\S", re.IGNORECASE)
 _SIG_DELIMITER = re.compile(r"^-- ?$")
 _CLOSINGS = (
     r"(?:best|kind|warm|warmest|many|with\s+(?:best|kind|warm)|all\s+the)?\s*"
@@ -137,7 +154,7 @@ def _attribution_at(lines: Sequence[_Line], i: int) -> int:
         return 1
     if i + 1 < len(lines) and len(lines[i].text) < 300:
         joined = f"{lines[i].text} {lines[i + 1].text}"
-        if lines[i].text.lstrip()[:3].lower() in ("on ", "am ", "le ", "el ", "il ", "op ") and (
+        if lines[i].text.lstrip()[:3].lower() in ("on ", "am ", "le ", "el ", "il ", "op ", "em ") and (
             _ATTRIBUTION.match(joined)
         ):
             return 2

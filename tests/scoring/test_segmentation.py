@@ -162,3 +162,47 @@ def test_a_labelled_dash_line_with_no_from_line_under_it_stays_body():
         "---- Risks ----\nYou may lose money."
     )
     assert {k for k, _ in parts(text)} == {BODY}
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        # French Outlook: a (no-break) space before the colon
+        "De : Jean Dupont <jean@dupont.example>\nEnvoyé : mardi 4 mars 2025 09:12\nÀ : Bob\nObjet : x",
+        "De\u00a0: Jean Dupont <jean@dupont.example>\nEnvoyé\u00a0: mardi\nÀ\u00a0: Bob\nObjet\u00a0: x",
+        "De: Juan <juan@ruiz.example>\nEnviado: martes, 4 de marzo de 2025 9:12\nPara: Bob\nAsunto: x",
+        "Da: Mario <mario@rossi.example>\nInviato: martedì 4 marzo 2025 09:12\nA: Bob\nOggetto: x",
+        "Van: Piet <piet@jansen.example>\nVerzonden: dinsdag 4 maart 2025 09:12\nAan: Bob\nOnderwerp: x",
+        "De: João <joao@silva.example>\nEnviada em: terça-feira, 4 de março de 2025\nPara: Bob",
+        "-------- Weitergeleitete Nachricht --------\nBetreff: Anlage\nDatum: Tue, 4 Mar 2025\nVon: Hans",
+        "-----Message d'origine-----\nDe : Jean\nEnvoyé : mardi\nÀ : Bob\nObjet : x",
+    ],
+)
+def test_a_localised_outlook_header_block_or_forward_line_quotes_what_follows(header):
+    text = f"Merci, je regarde.\n\n{header}\n\nRendement garanti, sans risque !"
+    assert parts(text) == [
+        (BODY, "Merci, je regarde."),
+        (QUOTED, f"{header}\n\nRendement garanti, sans risque !"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "attribution",
+    [
+        "Am Di., 4. März 2025 um 09:12 Uhr schrieb Hans Muster <hans@muster.example>:",
+        "Am 04.03.2025 um 09:12 schrieb Hans Muster:",
+        "Op di 4 mrt 2025 om 09:12 schreef Piet Jansen <piet@jansen.example>:",
+        "Em ter., 4 de mar. de 2025 às 09:12, João <joao@silva.example> escreveu:",
+    ],
+)
+def test_an_attribution_with_the_name_after_the_verb_is_quoted(attribution):
+    text = f"Danke, erledigt.\n\n{attribution}\n> Garantierte Rendite ohne Risiko?\n"
+    assert parts(text) == [
+        (BODY, "Danke, erledigt."),
+        (QUOTED, f"{attribution}\n> Garantierte Rendite ohne Risiko?"),
+    ]
+
+
+def test_a_german_sentence_saying_who_wrote_stays_body():
+    text = "Am Montag schrieb mir ein Kunde:\nIst die Rendite garantiert? Ja, sie ist garantiert."
+    assert {k for k, _ in parts(text)} == {BODY}
