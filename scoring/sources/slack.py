@@ -6,7 +6,8 @@ by id) are read when present.
 Each message line is a message of its own (external id "slack:<conversation id>:<ts>"), sent by
 the user's real name, in the conversation "slack:<conversation id>". Slack's markup is turned
 into text (<@U123> -> @Name, <#C1|general> -> #general, <url|label> -> label, &amp; -> &).
-Join/leave/topic notices are not messages and are skipped.
+Join/leave/topic notices are not messages and are skipped. A bot's card and a shared message are read
+as _line_text says.
 
 The whole export is checked before any message is read: a conversation listed in channels.json
 (or the others) without its folder, a day file that is not a JSON list, or a .zip that would
@@ -190,6 +191,55 @@ def slack_text(text: str, users: dict[str, str]) -> str:
     return html.unescape(text)
 
 
+def _attachment_text(attachment: dict) -> str:
+    """A message attachment's text (a bot's or an integration's card): its pretext, title, text and
+    fields, else its fallback."""
+    pieces = [attachment.get(key) for key in ("pretext", "title", "text")]
+    for field_ in attachment.get("fields") or []:
+        if isinstance(field_, dict):
+            pieces.append(": ".join(str(field_[k]) for k in ("title", "value") if field_.get(k)))
+    text = "\n".join(str(p) for p in pieces if p and isinstance(p, str | int | float))
+    return text or str(attachment.get("fallback") or "")
+
+
+def _blocks_text(node) -> list[str]:
+    """The text of Block Kit blocks: text objects (mrkdwn, plain_text) and rich text sections."""
+    if isinstance(node, list):
+        return [text for child in node for text in _blocks_text(child)]
+    if not isinstance(node, dict):
+        return []
+    kind = node.get("type")
+    if kind in ("mrkdwn", "plain_text"):
+        return [node["text"]] if isinstance(node.get("text"), str) else []
+    if kind in ("rich_text_section", "rich_text_preformatted", "rich_text_quote"):
+        elements = [e for e in node.get("elements") or [] if isinstance(e, dict)]
+        return ["".join(str(e.get("text") or e.get("url") or "") for e in elements)]
+    return [text for key in ("text", "fields", "elements", "blocks") for text in _blocks_text(node.get(key))]
+
+
+def _line_text(line: dict) -> str:
+    """A line's text in Slack markup. A bot's or an integration's words may be only in its
+    attachments or blocks (its "text" empty or a summary), and they are its own; a message shared
+    from elsewhere (an attachment marked is_share) is someone else's: its lines are quoted ("> ",
+    quoted history, routing only when the line has nothing else). A link's preview (an attachment
+    with from_url) is the page's, not the sender's, and is left out."""
+    text = str(line.get("text") or "")
+    if not text.strip():
+        text = "\n".join(_blocks_text(line.get("blocks")))
+    own, shared = [], []
+    for attachment in line.get("attachments") or []:
+        if not isinstance(attachment, dict):
+            continue
+        if attachment.get("is_share") or attachment.get("is_msg_unfurl"):
+            author = attachment.get("author_name") or attachment.get("author_subname") or "someone"
+            quoted = str(attachment.get("text") or attachment.get("fallback") or "")
+            if quoted.strip():
+                shared.append("\n".join(f"> {row}" for row in (f"{author}:", *quoted.splitlines())))
+        elif not (attachment.get("from_url") or attachment.get("original_url")):
+            own.append(_attachment_text(attachment))
+    return "\n\n".join(piece for piece in (text, *own, *shared) if piece.strip())
+
+
 def _messages_of(files: _Files, conversation: _Conversation, users: dict[str, str]) -> list[SourceMessage]:
     out: list[SourceMessage] = []
     for day in conversation.days:
@@ -201,7 +251,7 @@ def _messages_of(files: _Files, conversation: _Conversation, users: dict[str, st
                 continue
             if line.get("subtype") in SKIPPED_SUBTYPES:
                 continue
-            text = slack_text(str(line.get("text") or ""), users).strip()
+            text = slack_text(_line_text(line), users).strip()
             ts = str(line.get("ts") or "")
             if not text or not ts:
                 continue

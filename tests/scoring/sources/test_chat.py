@@ -8,6 +8,7 @@ import zipfile
 
 import pytest
 
+from scoring.segmentation import segment
 from scoring.sources.chat import read_chat_csv, read_chat_jsonl
 from scoring.sources.errors import SourceError
 from scoring.sources.slack import ExportLimits, read_slack_export
@@ -110,3 +111,49 @@ def test_a_transcript_saved_with_a_byte_order_mark_is_read(tmp_path, suffix):
     # then
     assert position == ("line 2" if suffix == "csv" else "line 1")
     assert message.body == "Losses are impossible." and message.conversation_key == "chat:desk-7"
+
+
+def test_a_slack_bots_card_is_read_and_a_shared_message_is_quoted_under_the_comment(tmp_path):
+    # given: an integration posting only a card (attachments) or only blocks, a message shared
+    # from another channel under a comment, and a link's preview
+    lines = [
+        {
+            "subtype": "bot_message",
+            "bot_id": "B1",
+            "username": "PromoBot",
+            "text": "",
+            "attachments": [{"fallback": "New offer", "title": "Harbor Fund", "text": "Returns guaranteed."}],
+            "ts": T0,
+        },
+        {
+            "subtype": "bot_message",
+            "bot_id": "B2",
+            "username": "Digest",
+            "text": "",
+            "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": "Zero risk, *capital safe*."}}],
+            "ts": T0 + 1,
+        },
+        {
+            "user": "U1",
+            "text": "warn your clients about this one",
+            "attachments": [{"is_share": True, "author_name": "Mallory", "text": "40% a month, no risk!"}],
+            "ts": T0 + 2,
+        },
+        {
+            "user": "U1",
+            "text": "<https://news.example/a|read this>",
+            "attachments": [{"from_url": "https://news.example/a", "title": "Stocks to soar", "text": "..."}],
+            "ts": T0 + 3,
+        },
+    ]
+    folder = slack_export(tmp_path, {"desk": lines})
+
+    # when
+    card, blocks, share, link = read_slack_export(folder)
+
+    # then
+    assert (card.sender, card.body) == ("PromoBot", "Harbor Fund\nReturns guaranteed.")
+    assert (blocks.sender, blocks.body) == ("Digest", "Zero risk, *capital safe*.")
+    assert share.body == "warn your clients about this one\n\n> Mallory:\n> 40% a month, no risk!"
+    assert [s.kind for s in segment(share.body)] == ["body", "quoted"]
+    assert link.body == "read this"
