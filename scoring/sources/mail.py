@@ -13,9 +13,11 @@ and re-parses it each time, which made parsing six times slower). What is kept:
   text under a wrong label) is read as written, and letters outside the alphabet inside real
   base64 are skipped, each with a note the reviewer sees;
 - attachments, each with its name, type and size; text attachments (text/plain, text/csv, a .txt
-  or .csv name) are read and scored as part of the message, so are the text files inside a zip
-  attachment and the text of an attached message (message/rfc822, a forward as attachment);
-  anything else is listed as not scored, with the reason.
+  or .csv name) are read and scored as part of the message, so is the wording of a calendar
+  invitation (text/calendar: its title, location, description and comment; an invitation
+  sent alone has no other text), so are the text files inside a zip attachment and the text of
+  an attached message (message/rfc822, a forward as attachment); anything else is listed as not
+  scored, with the reason.
 
 The message's `body` is its text followed by each scored attachment, under a line
 "[Attachment: name · type · size]"; `attachments` gives each one's [start, end) in the body
@@ -275,6 +277,8 @@ class _Reader:
             name = name or f"{subject or 'attached message'}.eml"
             self._attached_message(part, inner, prefix + name, ancestors, depth)
             return
+        if content_type == "text/calendar" and not name:
+            name = "invitation.ics"
         name = prefix + (name or f"part-{index}")
         # message/delivery-status and the like are parsed as header blocks: counted whole.
         data = part.as_bytes() if part.is_multipart() else self.payload(part, f"the attachment {name!r}")
@@ -285,7 +289,14 @@ class _Reader:
                 f"{_size(self.limits.max_attachment_bytes)}.",
             )
         lowered = name.lower()
-        if content_type in TEXT_ATTACHMENT_TYPES or lowered.endswith(TEXT_ATTACHMENT_SUFFIXES):
+        # text/calendar only: Google's copy of an invitation (application/ics, invite.ics) repeats
+        # the text/calendar of its multipart/alternative body, which is the body's other form.
+        if content_type == "text/calendar":
+            text, note = decode_text(data, part.get_content_charset(), where=f"the invitation {name!r}")
+            if note:
+                self.notes.append(note)
+            self._add(Attachment(name, "text/calendar", len(data), True, ""), calendar_text(text))
+        elif content_type in TEXT_ATTACHMENT_TYPES or lowered.endswith(TEXT_ATTACHMENT_SUFFIXES):
             text, note = decode_text(data, part.get_content_charset(), where=f"the attachment {name!r}")
             if note:
                 self.notes.append(note)
@@ -522,6 +533,29 @@ def _other_parts(part: EmailMessage, body: EmailMessage | None):
             yield from _other_parts(child, body)
         else:
             yield child
+
+
+_ICAL_FIELDS = {
+    "SUMMARY": "Title",
+    "LOCATION": "Location",
+    "DESCRIPTION": "Description",
+    "COMMENT": "Comment",
+}
+_ICAL_ESCAPE = re.compile(r"\\([\\;,nN])")
+
+
+def calendar_text(ical: str) -> str:
+    """What a calendar invitation (iCalendar, RFC 5545) says in words: each event's title,
+    location, description and comment, unfolded and unescaped; its codes and times left out."""
+    unfolded = re.sub(r"\r?\n[ \t]", "", ical)
+    lines = []
+    for line in unfolded.splitlines():
+        name, _, value = line.partition(":")
+        label = _ICAL_FIELDS.get(name.split(";", 1)[0].strip().upper())
+        if label and value.strip():
+            value = _ICAL_ESCAPE.sub(lambda m: "\n" if m.group(1) in "nN" else m.group(1), value)
+            lines.append(f"{label}: {value.strip()}")
+    return "\n".join(lines)
 
 
 def _holds(part: EmailMessage, target: EmailMessage | None) -> bool:

@@ -408,3 +408,33 @@ def test_a_text_attachment_under_a_wrong_base64_label_is_read_as_written():
     assert message.headers["notes"] == [
         "the attachment 'note.txt': it is declared base64 but is not base64; read as written."
     ]
+
+
+def test_a_calendar_invitation_sent_alone_is_read_for_its_wording_not_refused():
+    # given: an invitation with no text/plain or text/html part, its description folded and escaped
+    raw = raw_mail(
+        "Subject: Invitation: Income seminar",
+        "Content-Type: text/calendar; charset=utf-8; method=REQUEST",
+        body=(
+            b"BEGIN:VCALENDAR\r\nMETHOD:REQUEST\r\nBEGIN:VEVENT\r\nDTSTART:20250310T090000Z\r\n"
+            b"SUMMARY:Income seminar\r\nLOCATION:Room 4\\, Harbor House\r\n"
+            b"DESCRIPTION:Our bond pays 7%\\, guaranteed.\\nZero risk to your capi\r\n tal.\r\n"
+            b"UID:abc@bank.example\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+        ),
+    )
+
+    # when
+    message = parse_email(raw)
+
+    # then
+    (invitation,) = message.attachments
+    assert (invitation["name"], invitation["content_type"], invitation["scored"]) == (
+        "invitation.ics",
+        "text/calendar",
+        True,
+    )
+    assert message.body.endswith(
+        "Title: Income seminar\nLocation: Room 4, Harbor House\n"
+        "Description: Our bond pays 7%, guaranteed.\nZero risk to your capital."
+    )
+    assert "DTSTART" not in message.body and "UID" not in message.body
