@@ -204,8 +204,8 @@ class MessageBulkIngestView(MethodNotAllowedFirst, APIView):
 
 
 RAW_ERRORS = (
-    "malformed_mime, not_an_email, no_text_part, unknown_charset, charset_mismatch, too_many_parts, "
-    "nested_too_deep, message_loop, empty_body, invalid (the text fails the message checks)"
+    "malformed_mime, not_an_email, no_text_part, encrypted, unknown_charset, charset_mismatch, "
+    "too_many_parts, nested_too_deep, message_loop, empty_body, invalid (the text fails the message checks)"
 )
 
 

@@ -8,7 +8,7 @@ SIZE_CODES = frozenset({"message_too_large", "attachment_too_large", "archive_bo
 
 class SourceError(Exception):
     """Input a source cannot read. `code` is machine-readable (malformed_mime, no_text_part,
-    unknown_charset, charset_mismatch, attachment_too_large, message_too_large, too_many_parts,
+    encrypted, unknown_charset, charset_mismatch, attachment_too_large, message_too_large, too_many_parts,
     nested_too_deep, message_loop, archive_bomb, not_an_email, missing_channel_file, ...);
     `position` says where in a file of many (a mailbox's message number, a file name)."""
 

@@ -30,7 +30,8 @@ limit (nested_too_deep) or an attached message that repeats the Message-ID of a 
 inside (message_loop), a broken MIME structure (malformed_mime: no boundary, a boundary that
 never starts or never closes), bytes with no header at all (not_an_email), no text anywhere
 (no_text_part: a part of only whitespace, control or format characters and the like has none,
-by the scorer's rule, scoring.text.has_content), an attachment over the size limit
+by the scorer's rule, scoring.text.has_content; encrypted when the only body is S/MIME or PGP
+sealed), an attachment over the size limit
 (attachment_too_large), a zip attachment that would expand past the limits (archive_bomb), a
 charset that cannot be read (unknown_charset, charset_mismatch).
 
@@ -92,6 +93,10 @@ class _CachingRegistry(HeaderRegistry):
 POLICY = policy.default.clone(header_factory=_CachingRegistry())
 TEXT_ATTACHMENT_TYPES = frozenset({"text/plain", "text/csv"})
 TEXT_ATTACHMENT_SUFFIXES = (".txt", ".csv")
+# A body only the recipient's key opens (S/MIME enveloped or opaque-signed, PGP/MIME encrypted).
+SEALED_TYPES = frozenset(
+    {"application/pkcs7-mime", "application/x-pkcs7-mime", "multipart/encrypted", "application/pgp-encrypted"}
+)
 ARCHIVE_TYPES = frozenset({"application/zip", "application/x-zip-compressed", "application/x-zip"})
 _STRUCTURE_DEFECTS = (
     email_errors.NoBoundaryInMultipartDefect,
@@ -473,6 +478,14 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
     scored = [(a, t) for a, t in reader.attachments if a.scored and has_content(t)]
     if not has_content(text) and not scored:
         kinds = sorted({part.get_content_type() for part in message.walk() if not part.is_multipart()})
+        sealed = sorted({part.get_content_type() for part in message.walk()} & SEALED_TYPES)
+        if sealed:
+            raise SourceError(
+                "encrypted",
+                f"the message is sealed ({', '.join(sealed)}: S/MIME or PGP encryption, or an opaque "
+                "S/MIME signature): its text cannot be read without the recipient's key. Import the "
+                "copy your mail gateway or journal keeps decrypted.",
+            )
         raise SourceError(
             "no_text_part",
             "the message has no text to read: no text/plain or text/html part with text in it and no "

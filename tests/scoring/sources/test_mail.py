@@ -438,3 +438,28 @@ def test_a_calendar_invitation_sent_alone_is_read_for_its_wording_not_refused():
         "Description: Our bond pays 7%, guaranteed.\nZero risk to your capital."
     )
     assert "DTSTART" not in message.body and "UID" not in message.body
+
+
+@pytest.mark.parametrize(
+    "headers, body",
+    [
+        (
+            (
+                'Content-Type: application/pkcs7-mime; smime-type=enveloped-data; name="smime.p7m"',
+                "Content-Transfer-Encoding: base64",
+            ),
+            b"MIAGCSqGSIb3DQEHA6CAMIACAQAxggFA\n",
+        ),
+        (
+            ('Content-Type: multipart/encrypted; protocol="application/pgp-encrypted"; boundary=b1',),
+            b"--b1\nContent-Type: application/pgp-encrypted\n\nVersion: 1\n--b1\n"
+            b"Content-Type: application/octet-stream\n\n-----BEGIN PGP MESSAGE-----\nhQEMA\n"
+            b"-----END PGP MESSAGE-----\n--b1--\n",
+        ),
+    ],
+    ids=["smime", "pgp"],
+)
+def test_an_encrypted_message_is_refused_as_encrypted_not_as_having_no_text(headers, body):
+    error = refused(raw_mail(*headers, body=body))
+
+    assert error.code == "encrypted" and "without the recipient's key" in error.message
