@@ -53,6 +53,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email import errors as email_errors
 from email import policy
+from email.header import decode_header
 from email.headerregistry import HeaderRegistry
 from email.message import EmailMessage
 from email.parser import BytesParser
@@ -138,13 +139,51 @@ def _without_nul(text: str) -> str:
     return text.replace("\x00", "")
 
 
+_GARBLED = re.compile("[\ufffd\ud800-\udfff]")
+
+
+def _garbled(value: str) -> bool:
+    """The standard library's reading of an undecodable header: U+FFFD or escaped raw bytes."""
+    return bool(_GARBLED.search(value))
+
+
+def _raw_header(message: EmailMessage, name: str) -> str:
+    return next((str(v) for k, v in message.raw_items() if k.lower() == name.lower()), "")
+
+
+def _lenient_header(raw: str) -> str:
+    """A header's text where the standard library shows U+FFFD: raw 8-bit bytes (no RFC 2047) or an
+    encoded word whose bytes are not its label's, read as the body's text is (UTF-8, else
+    Windows-1252) rather than shown as "M�ller"."""
+
+    def text_of(data: bytes, charset: str | None) -> str:
+        for codec in (charset, "utf-8", "cp1252"):
+            try:
+                return data.decode(codec) if codec else data.decode("ascii")
+            except (LookupError, UnicodeDecodeError):
+                continue
+        return data.decode("latin-1")
+
+    unfolded = re.sub(r"\r?\n[ \t]", " ", raw)
+    try:
+        chunks = decode_header(unfolded)
+    except (ValueError, LookupError, email_errors.HeaderParseError):
+        chunks = [(unfolded, None)]
+    words = []
+    for chunk, charset in chunks:
+        data = chunk.encode("ascii", "surrogateescape") if isinstance(chunk, str) else chunk
+        words.append(text_of(data, charset))
+    return "".join(words)
+
+
 def _header(message: EmailMessage, name: str) -> str:
     try:
-        value = message.get(name)
+        value = str(message.get(name) or "")
     except (ValueError, IndexError, TypeError, AttributeError):  # a header too broken to parse
-        raw = dict(message.raw_items()).get(name)
-        return _without_nul(str(raw or "")).strip()
-    return _without_nul(str(value or "")).strip()
+        return _without_nul(_raw_header(message, name)).strip()
+    if _garbled(value) and "\ufffd" not in _raw_header(message, name):
+        value = _lenient_header(_raw_header(message, name))
+    return _without_nul(value).strip()
 
 
 def _addresses(message: EmailMessage, name: str) -> tuple[str, ...]:
@@ -152,9 +191,12 @@ def _addresses(message: EmailMessage, name: str) -> tuple[str, ...]:
         header = message.get(name)
         if header is None:
             return ()
-        return tuple(_without_nul(str(address)) for group in header.groups for address in group.addresses)
+        found = tuple(str(address) for group in header.groups for address in group.addresses)
+        if not any(_garbled(address) for address in found):
+            return tuple(_without_nul(address) for address in found)
     except (ValueError, IndexError, TypeError, AttributeError):
-        return tuple(part.strip() for part in _header(message, name).split(",") if part.strip())
+        pass
+    return tuple(part.strip() for part in _header(message, name).split(",") if part.strip())
 
 
 def _sender_address(message: EmailMessage) -> str:

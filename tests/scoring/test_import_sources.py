@@ -105,6 +105,22 @@ def test_a_folder_of_eml_files_and_a_single_eml_are_imported(tmp_path, capsys):
     assert Message.objects.count() == 3
 
 
+def test_an_eml_with_raw_8bit_names_in_its_headers_is_stored_with_the_names_readable(tmp_path, capsys):
+    """Read as the standard library reads them, a To: name's raw Latin-1 byte was a lone surrogate in
+    the headers' JSON, which PostgreSQL's jsonb refuses."""
+    (tmp_path / "a.eml").write_bytes(
+        b"From: J\xfcrgen <jm@bank.example>\nTo: Ren\xe9e <r@x.example>\nSubject: Geb\xfchren\n"
+        b"Message-ID: <h8@bank.example>\nDate: Mon, 1 Dec 2025 10:00:00 +0000\n\nThe fund is fine.\n"
+    )
+
+    call_command("import_messages", str(tmp_path / "a.eml"))
+
+    assert "created 1, duplicates 0, errors 0" in capsys.readouterr().out
+    message = Message.objects.get()
+    assert message.subject == "Gebühren" and message.headers["to"] == ["Renée <r@x.example>"]
+    assert message.headers["from"] == "Jürgen <jm@bank.example>"
+
+
 def test_a_refused_eml_exits_non_zero_and_stores_nothing(tmp_path):
     path = tmp_path / "bad.eml"
     path.write_bytes(raw_mail("Content-Type: text/plain; charset=utf-8", body="caf\xe9".encode("latin-1")))

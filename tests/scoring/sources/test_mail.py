@@ -463,3 +463,29 @@ def test_an_encrypted_message_is_refused_as_encrypted_not_as_having_no_text(head
     error = refused(raw_mail(*headers, body=body))
 
     assert error.code == "encrypted" and "without the recipient's key" in error.message
+
+
+def test_raw_8bit_and_mislabelled_encoded_headers_are_read_as_text_not_replacement_characters():
+    raw = (
+        b"From: J\xfcrgen M\xfcller <jm@bank.example>\nTo: Ren\xe9e <r@x.example>, bob@y.example\n"
+        b"Cc: =?utf-8?q?Ren=E9e?= <r@x.example>\nSubject: =?utf-8?q?Geb=FChren_f=FCr?= 2025\n"
+        b"Message-ID: <h@bank.example>\nContent-Type: text/plain; charset=utf-8\n\nhello\n"
+    )
+
+    message = parse_email(raw)
+
+    assert message.subject == "Gebühren für 2025"
+    assert message.headers["from"] == "Jürgen Müller <jm@bank.example>"
+    assert message.headers["to"] == ["Renée <r@x.example>", "bob@y.example"]
+    assert message.headers["cc"] == ["Renée <r@x.example>"]
+    assert message.sender == "jm@bank.example"
+
+
+def test_a_header_that_is_fine_is_left_as_the_standard_library_reads_it():
+    raw = 'From: "Müller, Jürgen" <jm@bank.example>\nSubject: =?iso-8859-1?q?Geb=FChren?= ok\n\nhi\n'
+
+    message = parse_email(raw.encode())
+
+    assert (
+        message.subject == "Gebühren ok" and message.headers["from"] == '"Müller, Jürgen" <jm@bank.example>'
+    )
