@@ -1,12 +1,14 @@
 """What counts as text to score, in one place for every stage that must agree on it: the Scorer
 refuses a text without it (scoring.classifier.scorer), ingest refuses such a body before storing
 it (scoring.services.ingest: 400 empty_body), the mail reader does not count such a part as text
-(scoring.sources.mail) and the API's schema states the rule as a pattern (scoring.serializers).
+(scoring.sources.mail) and the API's schema states the rule as a pattern (scoring.serializers);
+and what no database stores (`unstorable`), which ingest refuses in any field.
 
 Pure: no Django, no model."""
 
 from __future__ import annotations
 
+import re
 import sys
 import unicodedata
 from functools import lru_cache
@@ -20,7 +22,24 @@ NON_CONTENT_CATEGORIES = frozenset({"Cc", "Cf", "Cn", "Co", "Cs", "Mn", "Zl", "Z
 # the normaliser drops as it drops controls.
 NON_CONTENT_CHARACTERS = frozenset({"\ufffd"})
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
 NOTHING_TO_SCORE = "the text is empty or only whitespace/control characters: there is nothing to score"
+
+
+def unstorable(text: str) -> str | None:
+    """Why no database stores `text`, or None. A lone surrogate is not Unicode text (it has no UTF-8
+    form: hashing or storing it fails) and PostgreSQL's text and jsonb hold no NUL; JSON can spell
+    both as escapes ("\\ud800", "\\u0000")."""
+    surrogate = _LONE_SURROGATE.search(text)
+    if surrogate is not None:
+        return (
+            f"contains a lone surrogate (U+{ord(surrogate.group()):04X} at character {surrogate.start()}), "
+            "which is not Unicode text"
+        )
+    if "\x00" in text:
+        return "contains a NUL character"
+    return None
 
 
 def has_content(text: str) -> bool:

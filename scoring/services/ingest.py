@@ -11,7 +11,6 @@ gather, which batches whatever waits. When the broker is down a message simply s
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -25,7 +24,7 @@ from scoring.constants import Channel
 from scoring.errors import ScoringError
 from scoring.models import Message
 from scoring.selectors import feed_of, messages_of_feed
-from scoring.text import has_content
+from scoring.text import has_content, unstorable
 
 
 class IngestConflict(ScoringError):
@@ -69,23 +68,15 @@ def body_sha256(body: str) -> str:
 
 
 _TEXT_FIELDS = ("external_id", "body", "sender", "subject", "message_id_header")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _refuse_what_no_database_stores(name: str, text: str) -> None:
-    """A lone surrogate is not Unicode text (it has no UTF-8 form: hashing or storing it fails)
-    and PostgreSQL's text holds no NUL. A JSON body or a JSONL row can carry both as escapes
-    ("\\ud800", "\\u0000"); each gets this error, for its row of an import, instead of a crash of
-    the whole import. (Raw mail removes NULs before it gets here: scoring.sources.mail.)"""
-    surrogate = _LONE_SURROGATE.search(text)
-    if surrogate is not None:
-        raise IngestInvalid(
-            f"{name} contains a lone surrogate (U+{ord(surrogate.group()):04X} at character "
-            f"{surrogate.start()}), which is not Unicode text.",
-            field=name,
-        )
-    if "\x00" in text:
-        raise IngestInvalid(f"{name} contains a NUL character.", field=name)
+    """A JSON body or a JSONL row can spell a lone surrogate or a NUL as an escape; each gets this
+    error, for its row of an import, instead of a crash of the whole import (scoring.text.unstorable).
+    (Raw mail removes NULs before it gets here: scoring.sources.mail.)"""
+    reason = unstorable(text)
+    if reason is not None:
+        raise IngestInvalid(f"{name} {reason}.", field=name)
 
 
 def validate_incoming(item: IncomingMessage) -> None:

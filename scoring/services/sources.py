@@ -37,6 +37,7 @@ from scoring.sources.errors import SourceError
 from scoring.sources.mail import MailLimits
 from scoring.sources.slack import ExportLimits
 from scoring.sources.types import SourceMessage
+from scoring.text import unstorable
 
 _SUBJECT_PREFIX = re.compile(
     r"^\s*(?:(?:re|fw|fwd|aw|wg|sv|vs|antw|tr|rif|r|ref)\s*(?:\[\d+\])?\s*:|\[[^\]]{1,40}\])\s*",
@@ -173,6 +174,45 @@ def _incoming(item: SourceMessage, conversation_id: int | None) -> IncomingMessa
     )
 
 
+def _strings(value, path: str):
+    """(path, text) of every string in a SourceMessage field: headers and attachments nest."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _strings(str(key), path)
+            yield from _strings(inner, f"{path}.{key}")
+    elif isinstance(value, list | tuple):
+        for index, inner in enumerate(value):
+            yield from _strings(inner, f"{path}[{index}]")
+
+
+def _storable(item: SourceMessage | SourceError) -> SourceMessage | SourceError:
+    """The item, or a SourceError naming the first field no database stores (scoring.text.unstorable):
+    a chat export's channel name or an attachment's name with a lone surrogate failed the whole
+    import at the database, not its own row."""
+    if isinstance(item, SourceError):
+        return item
+    for name in (
+        "external_id",
+        "body",
+        "sender",
+        "subject",
+        "message_id",
+        "thread_refs",
+        "participants",
+        "conversation_key",
+        "conversation_title",
+        "headers",
+        "attachments",
+    ):
+        for path, text in _strings(getattr(item, name), name):
+            reason = unstorable(text)
+            if reason is not None:
+                return SourceError("invalid", f"{path} {reason}.")
+    return item
+
+
 def sources_ingest(
     *,
     items: Sequence[SourceMessage | SourceError],
@@ -182,6 +222,7 @@ def sources_ingest(
     """Store what a source read, one result per item in order (created, duplicate, error with
     the source's code), in one transaction: messages with their conversations (module
     docstring), queued for scoring after commit. Idempotent on external_id."""
+    items = [_storable(item) for item in items]
     with transaction.atomic():
         readable = [item if isinstance(item, SourceMessage) else None for item in items]
         keys = _conversation_keys(readable)

@@ -14,6 +14,7 @@ from typing import Any
 
 from scoring.sources.errors import SourceError
 from scoring.sources.types import SourceMessage
+from scoring.text import unstorable
 
 CHAT_FIELDS = ("conversation_id", "sender", "sent_at", "text")
 CHANNELS = ("chat", "sms")
@@ -54,6 +55,10 @@ def chat_row(raw: Any, *, key_prefix: str = "chat") -> SourceMessage:
     channel = str(raw.get("channel") or "chat")
     if channel not in CHANNELS:
         raise SourceError("invalid_row", f"channel must be one of {', '.join(CHANNELS)}, not {channel!r}")
+    for name in ("conversation_id", "sender", "text", "external_id", "id", "conversation_title"):
+        reason = unstorable(str(raw.get(name) or ""))
+        if reason is not None:
+            raise SourceError("invalid_row", f"{name} {reason}")
     conversation, sender, text = str(raw["conversation_id"]), str(raw["sender"]), str(raw["text"])
     external_id = raw.get("external_id") or raw.get("id")
     if not external_id:

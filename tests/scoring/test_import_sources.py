@@ -250,7 +250,7 @@ def test_a_chat_row_or_slack_message_holding_a_nul_is_reported_by_line_and_the_r
     call_command("import_messages", str(path))
     out = capsys.readouterr()
     assert "created 1, duplicates 0, errors 1" in out.out
-    assert "line 1: body contains a NUL character." in out.err
+    assert "line 1: text contains a NUL character" in out.err
     assert list(Message.objects.values_list("body", flat=True)) == ["No losses."]
 
     lines = [
@@ -264,6 +264,39 @@ def test_a_chat_row_or_slack_message_holding_a_nul_is_reported_by_line_and_the_r
         Message.objects.filter(body="Thanks").exists()
         and not Message.objects.filter(body__contains="Fees").exists()
     )
+
+
+@pytest.mark.parametrize("field", ["conversation_id", "conversation_title", "sender", "text"])
+def test_a_chat_row_with_a_lone_surrogate_in_any_field_is_reported_by_line_not_a_crash(
+    tmp_path, capsys, field
+):
+    row = {"conversation_id": "d1", "sender": "Sam", "sent_at": "2025-03-03T10:00:00Z", "text": "Hello there"}
+    row[field] = "ab\ud800c"
+    good = {"conversation_id": "d2", "sender": "Sam", "sent_at": "2025-03-03T10:00:00Z", "text": "Fine."}
+    (tmp_path / "c.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(good) + "\n")
+
+    call_command("import_messages", str(tmp_path / "c.jsonl"))
+
+    out = capsys.readouterr()
+    assert "created 1, duplicates 0, errors 1" in out.out
+    assert f"line 1: {field} contains a lone surrogate (U+D800 at character 2)" in out.err
+    assert list(Message.objects.values_list("body", flat=True)) == ["Fine."]
+
+
+def test_a_slack_line_whose_file_name_has_a_lone_surrogate_is_refused_alone_not_the_import(tmp_path, capsys):
+    """The name reaches the attachments' JSON, which PostgreSQL's jsonb refuses: the whole import
+    failed at the database."""
+    lines = [
+        {"user": "U1", "text": "See the deck.", "ts": 1.0e9, "files": [{"name": "deck\udc80.pdf"}]},
+        {"user": "U2", "text": "Thanks", "ts": 1.0e9 + 5},
+    ]
+
+    call_command("import_messages", str(slack_export(tmp_path, {"desk": lines})))
+
+    out = capsys.readouterr()
+    assert "created 1, duplicates 0, errors 1" in out.out
+    assert "attachments[0].name contains a lone surrogate (U+DC80 at character 4)" in out.err
+    assert list(Message.objects.values_list("body", flat=True)) == ["Thanks"]
 
 
 def test_a_chat_csv_is_detected_and_imported_one_message_per_row_in_its_conversation(tmp_path, capsys):
