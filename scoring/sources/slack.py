@@ -46,6 +46,7 @@ SKIPPED_SUBTYPES = frozenset(
         "group_leave",
         "pinned_item",
         "unpinned_item",
+        "tombstone",  # a deleted thread parent kept for its replies: "This message was deleted."
     }
 )
 _DAY_FILE = re.compile(r"^\d{4}-\d{2}-\d{2}\.json$")

@@ -32,6 +32,17 @@ def test_a_slack_export_gives_one_message_per_line_with_names_and_markup_as_text
     assert all(m.channel == "chat" for m in messages)
 
 
+def test_a_deleted_thread_parents_placeholder_is_not_a_message_but_its_replies_are(tmp_path):
+    lines = [
+        {"subtype": "tombstone", "user": "USLACKBOT", "text": "This message was deleted.", "ts": T0},
+        {"user": "U1", "text": "Yes, it is guaranteed.", "ts": T0 + 5, "thread_ts": f"{T0:.6f}"},
+    ]
+
+    messages = read_slack_export(slack_export(tmp_path, {"desk": lines}))
+
+    assert [m.body for m in messages] == ["Yes, it is guaranteed."]
+
+
 def test_a_slack_export_with_a_missing_channel_file_is_refused_whole(tmp_path):
     folder = slack_export(tmp_path, listed=["client-desk", "compliance"])
 
