@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -111,6 +111,12 @@ def validate_incoming(item: IncomingMessage) -> None:
         raise IngestInvalid(f"channel must be one of {', '.join(Channel.values)}.", field="channel")
     if len(item.sender) > 300:
         raise IngestInvalid("sender is longer than 300 characters.", field="sender")
+    if item.received_at is not None and not _representable_in_utc(item.received_at):
+        raise IngestInvalid(
+            f"received_at {item.received_at.isoformat()} is out of range: in UTC it falls before the "
+            "year 1 or after the year 9999.",
+            field="received_at",
+        )
     if item.received_at is not None and is_in_the_future(item.received_at):
         raise IngestInvalid(
             f"received_at {item.received_at.isoformat()} is in the future: it may be at most "
@@ -118,6 +124,19 @@ def validate_incoming(item: IncomingMessage) -> None:
             f"({timezone.now().isoformat(timespec='seconds')}). Send the time the message was received.",
             field="received_at",
         )
+
+
+def _representable_in_utc(moment: datetime) -> bool:
+    """Whether an aware moment has a UTC date-time of its own (a naive one is read as UTC). Year 1
+    at +01:00 is 1 BC in UTC: SQLite's backend fails on it at save, and PostgreSQL stores it, after
+    which every read of that row fails ("timestamp too small"), the feed's whole status list with it."""
+    if timezone.is_naive(moment):
+        return True
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        return False
+    return True
 
 
 def is_in_the_future(received_at: datetime) -> bool:

@@ -48,6 +48,35 @@ def test_a_row_received_in_the_future_is_reported_and_an_archived_one_imported(t
     assert Message.objects.get().received_at.isoformat() == "2001-09-10T08:00:00+00:00"
 
 
+def test_a_row_whose_received_at_names_no_real_moment_is_reported_not_a_crash_of_the_import(tmp_path, capsys):
+    """A well-formed date-time can name no moment (30 February, hour 25, an offset of 99 hours):
+    Django's parse_datetime raises on it, which ended the import and lost the rows read with it.
+    Year 1 at +01:00 is 1 BC in UTC: PostgreSQL stored it and then failed every read of the row
+    (the feed's status list answered 500). Each is refused by its line; the others are imported."""
+    path = tmp_path / "messages.jsonl"
+    rows = [
+        {"external_id": "before", "body": "Hello."},
+        {"external_id": "feb-30", "body": "Hello.", "received_at": "2024-02-30T10:00:00"},
+        {"external_id": "hour-25", "body": "Hello.", "received_at": "2024-02-10T25:00:00"},
+        {"external_id": "offset", "body": "Hello.", "received_at": "2024-02-10T10:00:00+99:00"},
+        {"external_id": "bc", "body": "Hello.", "received_at": "0001-01-01T00:00:00+01:00"},
+        {"external_id": "after", "body": "Hello.", "received_at": "0001-01-01T05:00:00+01:00"},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+
+    call_command("import_messages", str(path))
+
+    out, err = capsys.readouterr()
+    assert "created 2, duplicates 0, errors 4" in out
+    assert "line 2: received_at '2024-02-30T10:00:00' is not a valid date-time (day is out of range" in err
+    assert "line 3: received_at '2024-02-10T25:00:00' is not a valid date-time" in err
+    assert "line 4: received_at '2024-02-10T10:00:00+99:00' is not a valid date-time" in err
+    assert "line 5: received_at 0001-01-01T00:00:00+01:00 is out of range" in err
+    stored = dict(Message.objects.values_list("external_id", "received_at"))  # every row reads back
+    assert set(stored) == {"before", "after"}
+    assert stored["after"].isoformat() == "0001-01-01T04:00:00+00:00"
+
+
 def test_a_row_with_a_lone_surrogate_or_a_nul_is_reported_not_a_crash_of_the_import(tmp_path, capsys):
     """JSON escapes can spell text no database stores: a lone surrogate (no UTF-8 form) and NUL
     (PostgreSQL's text refuses it). Each row is refused with its line; the others are imported."""

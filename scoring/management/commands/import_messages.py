@@ -51,7 +51,12 @@ def _item(raw: Any) -> IncomingMessage | IngestInvalid:
             return IngestInvalid(f"{field} must be a string", field=field)
     received_at = None
     if raw.get("received_at"):
-        received_at = parse_datetime(str(raw["received_at"]))
+        try:
+            received_at = parse_datetime(str(raw["received_at"]))
+        except ValueError as exc:  # well formed, but no such moment: 2024-02-30, hour 25, offset +99:00
+            return IngestInvalid(
+                f"received_at {raw['received_at']!r} is not a valid date-time ({exc})", field="received_at"
+            )
         if received_at is None:
             return IngestInvalid("received_at is not an ISO date-time", field="received_at")
     external_id = raw.get("external_id") or raw.get("id")
