@@ -45,6 +45,7 @@ _SUBJECT_PREFIX = re.compile(
 )
 _SPACES = re.compile(r"\s+")
 KEY_LENGTH = 300
+TITLE_LENGTH = 300
 
 
 def mail_limits() -> MailLimits:
@@ -116,7 +117,11 @@ def _conversation_keys(items: Sequence[SourceMessage | None]) -> list[tuple[str,
             out.append(None)
             continue
         if item.conversation_key:
-            out.append((item.conversation_key[:KEY_LENGTH], Conversation.Kind.CHAT, item.conversation_title))
+            # A transcript's conversation id and title are the exporter's text, of any length: a long
+            # key is hashed (cut, two ids alike in their first 300 characters were one conversation)
+            # and the title cut to its column (PostgreSQL refused the whole import for it).
+            prefix, _, value = item.conversation_key.partition(":")
+            out.append((_key(prefix, value), Conversation.Kind.CHAT, item.conversation_title[:TITLE_LENGTH]))
             continue
         if item.channel != "email":
             out.append(None)
@@ -131,7 +136,7 @@ def _conversation_keys(items: Sequence[SourceMessage | None]) -> list[tuple[str,
             key = _subject_key(item) or own or _key("email", item.external_id)
         if item.message_id:
             seen[item.message_id] = key
-        out.append((key, Conversation.Kind.EMAIL_THREAD, (item.subject or "(no subject)")[:300]))
+        out.append((key, Conversation.Kind.EMAIL_THREAD, (item.subject or "(no subject)")[:TITLE_LENGTH]))
     return out
 
 

@@ -176,6 +176,36 @@ def test_a_chat_transcript_is_detected_and_imported(tmp_path, capsys):
     assert Conversation.objects.get().messages.count() == 2
 
 
+def test_a_chat_transcript_with_long_conversation_ids_and_titles_is_imported_one_conversation_each(
+    tmp_path, capsys
+):
+    """A transcript's conversation id and title are the exporter's text, of any length. A title
+    over its column's 300 characters made PostgreSQL refuse the whole chunk (DataError: the import
+    crashed, nothing of it stored); two ids alike in their first 300 characters, cut to the key's
+    length, were one conversation, each line read in the other's context."""
+    path = tmp_path / "chat.jsonl"
+    room = "trading-desk-" + "x" * 300
+    rows = [
+        {"conversation_id": room + "-a", "sender": "Sam", "sent_at": "2025-03-03T10:00:00Z", "text": "Hi."},
+        {"conversation_id": room + "-b", "sender": "Ann", "sent_at": "2025-03-03T10:00:10Z", "text": "Hey."},
+        {
+            "conversation_id": "d1",
+            "conversation_title": "T" * 350,
+            "sender": "Sam",
+            "sent_at": "2025-03-03T10:00:20Z",
+            "text": "No losses ever.",
+        },
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    call_command("import_messages", str(path))
+
+    assert "created 3, duplicates 0, errors 0" in capsys.readouterr().out
+    assert Conversation.objects.count() == 3
+    assert {c.messages.count() for c in Conversation.objects.all()} == {1}
+    assert Conversation.objects.get(messages__body="No losses ever.").title == "T" * 300
+
+
 def test_a_csv_body_over_the_csv_modules_field_limit_is_reported_and_the_rest_imported(tmp_path, capsys):
     # issue 17 item 12: the csv module refuses fields over 131,072 characters by default.
     path = tmp_path / "messages.csv"
