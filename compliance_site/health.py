@@ -45,31 +45,52 @@ def _model() -> dict[str, Any]:
 
 
 def _pipeline() -> dict[str, Any]:
-    """Whether messages leave `received`: single messages wait there for a gather, so
-    an old one means the `default` worker or beat is not running (or the broker is down)."""
+    """Whether messages move: single messages wait in `received` for a gather, so an old one means
+    the `default` worker or beat is not running (or the broker is down). A message waiting in
+    `queued` (for scoring) or flagged in `scored` (for its explanation) has its clock restarted by
+    the sweeper (beat) each time it publishes it again, STUCK_AFTER_SECONDS after the last time:
+    one older than that by more than PIPELINE_STALL_SECONDS means nothing sweeps, and a task lost
+    with it (a broker restarted without its data, a worker killed while beat was down) waits for
+    ever. A backlog is no stall: its messages are published again and their clocks restart."""
     from django.conf import settings
-    from django.db.models import Min
+    from django.db.models import Min, Q
     from django.utils import timezone
 
     from scoring.constants import MessageStatus
     from scoring.models import Message
 
     try:
-        oldest = Message.objects.filter(status=MessageStatus.RECEIVED).aggregate(oldest=Min("created_at"))[
-            "oldest"
-        ]
+        oldest = Message.objects.aggregate(
+            received=Min("created_at", filter=Q(status=MessageStatus.RECEIVED)),
+            queued=Min("queued_at", filter=Q(status=MessageStatus.QUEUED)),
+            scored=Min("scored_at", filter=Q(status=MessageStatus.SCORED)),
+        )
     except Exception as exc:
         return {"ok": False, "error": str(exc)}
-    waiting_s = round((timezone.now() - oldest).total_seconds(), 1) if oldest else 0.0
-    report: dict[str, Any] = {
-        "ok": waiting_s <= settings.PIPELINE_STALL_SECONDS,
-        "oldest_received_s": waiting_s,
-    }
-    if not report["ok"]:
-        report["error"] = (
-            f"a message has waited {waiting_s:.0f} s in received: is celery beat running, with a worker "
-            "on the default queue, and is the broker up?"
+    now = timezone.now()
+    waited = {stage: round((now - at).total_seconds(), 1) if at else 0.0 for stage, at in oldest.items()}
+    swept_within = settings.STUCK_AFTER_SECONDS + settings.PIPELINE_STALL_SECONDS
+    errors = []
+    if waited["received"] > settings.PIPELINE_STALL_SECONDS:
+        errors.append(
+            f"a message has waited {waited['received']:.0f} s in received: is celery beat running, with a "
+            "worker on the default queue, and is the broker up?"
         )
+    for stage, work in (("queued", "scoring"), ("scored", "its explanation")):
+        if waited[stage] > swept_within:
+            errors.append(
+                f"a message has waited {waited[stage]:.0f} s in {stage} for {work} without being "
+                f"published again (the sweeper does it after {settings.STUCK_AFTER_SECONDS} s): is celery "
+                "beat running, with a worker on the default queue?"
+            )
+    report: dict[str, Any] = {
+        "ok": not errors,
+        "oldest_received_s": waited["received"],
+        "oldest_queued_s": waited["queued"],
+        "oldest_awaiting_explanation_s": waited["scored"],
+    }
+    if errors:
+        report["error"] = "; ".join(errors)
     return report
 
 

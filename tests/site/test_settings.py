@@ -73,3 +73,33 @@ def test_healthz_reports_a_stalled_pipeline_when_a_message_waits_too_long_in_rec
     assert response.status_code == 503
     assert pipeline["ok"] is False and pipeline["oldest_received_s"] >= 300
     assert "celery beat" in pipeline["error"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("status", "clock"), [("queued", "queued_at"), ("scored", "scored_at")])
+def test_healthz_reports_a_stalled_pipeline_when_nothing_publishes_a_waiting_message_again(
+    admin_client, settings, status, clock
+):
+    """With beat down, a message whose task was lost (a broker restarted without its data, a
+    worker killed mid-batch) waits in queued, or flagged in scored, for ever: /healthz said healthy.
+    The sweeper restarts the message's clock each time it publishes it again, so one older than
+    STUCK_AFTER_SECONDS by more than PIPELINE_STALL_SECONDS means nothing sweeps."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from scoring.models import Message
+    from tests.factories import MessageFactory
+
+    settings.STUCK_AFTER_SECONDS, settings.PIPELINE_STALL_SECONDS = 300, 60
+    waiting = MessageFactory(status=status)
+    Message.objects.filter(pk=waiting.pk).update(**{clock: timezone.now() - timedelta(seconds=350)})
+    assert admin_client.get("/healthz").json()["checks"]["pipeline"]["ok"] is True  # a sweep may be due
+
+    Message.objects.filter(pk=waiting.pk).update(**{clock: timezone.now() - timedelta(seconds=400)})
+    response = admin_client.get("/healthz")
+
+    pipeline = response.json()["checks"]["pipeline"]
+    assert response.status_code == 503
+    assert pipeline["ok"] is False
+    assert f"in {status} for" in pipeline["error"] and "celery beat" in pipeline["error"]
