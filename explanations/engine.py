@@ -34,6 +34,7 @@ from explanations.model_io import (
 )
 from scoring.classifier.device_check import is_device_failure
 from scoring.errors import DeviceFailed, DeviceOutOfMemory
+from scoring.segmentation import Segment, segment
 
 logger = logging.getLogger(__name__)
 
@@ -45,12 +46,15 @@ METHODS: tuple[str, ...] = (INTEGRATED_GRADIENTS, OCCLUSION)
 @dataclass(frozen=True)
 class MessageToExplain:
     """A scored message: its body, the threshold it was routed with, the window scores of its
-    prediction ((start, end, score) per window; None to re-score) and its rule hits' spans."""
+    prediction ((start, end, score) per window; None to re-score), its rule hits' spans and the
+    parts the prediction read (None: scoring.segmentation finds them; a source's parts, such as
+    an email's attachments, which route, are known only to the prediction)."""
 
     body: str
     threshold: float
     window_scores: Sequence[tuple[int, int, float]] | None = None
     rule_spans: Sequence[tuple[int, int]] = ()
+    segments: Sequence[Segment] | None = None
 
 
 @dataclass
@@ -121,7 +125,10 @@ def explained_spans(scorer, items: Sequence[MessageToExplain]) -> list[Explained
     """The span to explain of each message, or the reason it has none. The driving window comes
     from the prediction's window scores when they match the scorer's windows; otherwise the
     windows are scored again (one batched call) and the best one is taken."""
-    per_text = scorer_windows(scorer, [item.body for item in items])
+    parts = None
+    if any(item.segments for item in items):  # as the prediction read them: attachments route
+        parts = [list(item.segments) if item.segments else segment(item.body) for item in items]
+    per_text = scorer_windows(scorer, [item.body for item in items], parts)
     chosen = [_window_from_prediction(w, item.window_scores) for w, item in zip(per_text, items, strict=True)]
     missing = [i for i, c in enumerate(chosen) if c is None]
     if missing:

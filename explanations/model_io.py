@@ -21,6 +21,7 @@ import torch
 from explanations.words import Word, split_words
 from scoring.classifier.precision import BFLOAT16, FLOAT32
 from scoring.classifier.windows import Window, make_windows
+from scoring.segmentation import Segment
 
 logger = logging.getLogger(__name__)
 
@@ -72,10 +73,12 @@ def explained_span(body: str, windows: Sequence[Window], window_index: int) -> E
     )
 
 
-def scorer_windows(scorer, texts: Sequence[str]) -> list[list[Window]]:
+def scorer_windows(
+    scorer, texts: Sequence[str], parts: Sequence[Sequence[Segment]] | None = None
+) -> list[list[Window]]:
     """The Scorer's windows of each message, cut as the Scorer cuts them (its message parts each
-    windowed on their own; no refusal checks)."""
-    return scorer.cut(texts)
+    windowed on their own, `parts` when given; no refusal checks)."""
+    return scorer.cut(texts, parts)
 
 
 def claim_scores(scorer, texts: Sequence[str]) -> list[float]:
@@ -109,7 +112,8 @@ def best_windows(scorer, per_text: Sequence[Sequence[Window]]) -> list[int]:
         if len(windows) == 1:
             best.append(0)
             continue
-        values = [next(scores) if w.routes else -np.inf for w in windows]
+        # Every window's score is drawn, routing or not, so the next text's scores stay aligned.
+        values = [score if w.routes else -np.inf for w, score in zip(windows, scores)]
         best.append(int(np.argmax(values)))
     return best
 

@@ -23,6 +23,7 @@ from explanations.model_io import (
 )
 from explanations.words import split_words
 from scoring.errors import DeviceOutOfMemory
+from scoring.segmentation import Segment
 
 CLAIM = "Your returns are guaranteed at 8 percent every year, so sign today."
 NEUTRAL = "The meeting notes from the quarterly review are attached for the whole team to read. "
@@ -290,6 +291,23 @@ def test_a_window_list_that_does_not_match_the_scorer_is_not_trusted(one_word):
     body, at = long_message()
     (span,) = explained_spans(one_word, [MessageToExplain(body, 0.5, window_scores=[(0, len(body), 0.9)])])
     assert span.start <= at < span.end
+
+
+def test_an_attachment_that_drove_the_score_is_explained_not_the_body(one_word):
+    """Under a reply's header block segmentation alone reads everything as quoted history; the
+    prediction knew the text after it is an attachment (scoring.services.context), which routes."""
+    body = (
+        "Hello Claire, see the note.\n\nFrom: Ann <a@x.example>\nSent: Monday\nTo: Bob\nSubject: q\n\n"
+        "Is it safe?\n\n[Attachment: a.txt · text/plain · 20 bytes]\nReturns are guaranteed."
+    )
+    at = body.index("[Attachment")
+    parts = [Segment("body", 0, 27), Segment("quoted", 29, at - 2), Segment("attachment", at, len(body))]
+
+    (alone,) = explained_spans(one_word, [MessageToExplain(body, 0.5)])
+    (with_parts,) = explained_spans(one_word, [MessageToExplain(body, 0.5, segments=parts)])
+
+    assert "guaranteed" not in alone.text  # the body's window, not what drove the score
+    assert "guaranteed" in with_parts.text and with_parts.start >= at
 
 
 def test_a_text_without_words_has_no_span_to_explain(one_word):

@@ -257,3 +257,31 @@ def test_a_device_that_fails_while_explaining_records_no_failure_and_changes_not
         messages_explain_batch(message_ids=[message.pk])
     message.refresh_from_db()
     assert message.status == MessageStatus.SCORED and not Explanation.objects.filter(message=message).exists()
+
+
+def test_the_parts_the_prediction_read_are_the_parts_explained(tiny_model_version, monkeypatch):
+    """An email's attachment is a part only its source knows (scoring.services.context): the
+    explanation must window the message as the prediction did, or it explains another window."""
+    body = "See the note attached.\n\n[Attachment: note.txt · text/plain · 40 bytes]\n" + CLAIMS[0]
+    at = body.index("[Attachment")
+    attachment = {"name": "note.txt", "content_type": "text/plain", "size": 40, "scored": True, "note": ""}
+    message = MessageFactory(
+        body=body, status=MessageStatus.QUEUED, attachments=[{**attachment, "start": at, "end": len(body)}]
+    )
+    messages_score_batch(message_ids=[message.pk])
+    message.refresh_from_db()
+    seen = []
+    real = engine.explained_spans
+
+    def spying(scorer, items):
+        seen.extend(items)
+        return real(scorer, items)
+
+    monkeypatch.setattr(engine, "explained_spans", spying)
+
+    messages_explain_batch(message_ids=[message.pk])
+
+    (item,) = seen
+    stored = [(p["kind"], p["start"], p["end"]) for p in message.routing_prediction.segments]
+    assert ("attachment", at, len(body)) in stored
+    assert [(s.kind, s.start, s.end) for s in item.segments] == stored
