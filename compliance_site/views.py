@@ -44,9 +44,25 @@ def api_not_found(request: HttpRequest, *args: object, **kwargs: object) -> Json
 
 
 @require_GET
+def livez(request: HttpRequest) -> JsonResponse:
+    """200 {"status": "alive"} while this web process serves and reaches its database, else 503
+    {"status": "unavailable"}: what a load balancer and compose's web healthcheck ask
+    (compliance_site.health.liveness_report); the database's error only for a compliance admin."""
+    from compliance_site.health import liveness_report
+    from core.roles import Role, has_role
+
+    report = liveness_report()
+    status = 200 if report["ok"] else 503
+    summary = {"status": "alive" if report["ok"] else "unavailable"}
+    if has_role(request.user, Role.COMPLIANCE_ADMIN):
+        return JsonResponse({**summary, **report}, status=status)
+    return JsonResponse(summary, status=status)
+
+
+@require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    """200 {"status": "healthy"} or 503 {"status": "unhealthy"} for anyone (load balancers,
-    compose's healthcheck); what each check found (versions, worker nodes, database errors,
+    """200 {"status": "healthy"} or 503 {"status": "unhealthy"} for anyone (monitoring: the whole
+    pipeline; a load balancer asks /livez); what each check found (versions, worker nodes, database errors,
     queue ages) only for a signed-in compliance admin."""
     from compliance_site.health import health_report
     from core.roles import Role, has_role

@@ -371,7 +371,7 @@ def _wsgi_server() -> Iterator[int]:
 
 def _run_web_healthcheck(port: int, allowed_hosts: str) -> subprocess.CompletedProcess:
     test = SERVICES["web"]["healthcheck"]["test"]
-    assert test[:3] == ["CMD", "python", "-c"] and "127.0.0.1:8000/healthz" in test[3]
+    assert test[:3] == ["CMD", "python", "-c"] and "127.0.0.1:8000/livez" in test[3]
     code = test[3].replace("127.0.0.1:8000", f"127.0.0.1:{port}")
     env = {"PATH": os.environ.get("PATH", ""), "ALLOWED_HOSTS": allowed_hosts}
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
@@ -387,17 +387,34 @@ def production_like(settings, seeded_transactional_db):
     return settings
 
 
-def test_the_compose_web_healthcheck_passes_with_debug_off_and_fails_when_the_app_is_unhealthy(
-    production_like,
+def test_the_compose_web_healthcheck_passes_with_debug_off_and_fails_when_the_web_cannot_serve(
+    production_like, monkeypatch
 ):
-    from scoring.models import ModelVersion
-    from tests.factories import ModelVersionFactory
+    """It asks /livez: the web stays in service while the pipeline is unhealthy (here no active
+    model, so /healthz answers 503), and is reported when it cannot reach its database."""
+    import compliance_site.health as health
 
-    version = ModelVersionFactory(is_active=True)
     with _wsgi_server() as port:
-        healthy = _run_web_healthcheck(port, "claimwatch.example.com,.example.com")
-        ModelVersion.objects.filter(pk=version.pk).update(is_active=False)
-        unhealthy = _run_web_healthcheck(port, "claimwatch.example.com")
+        alive = _run_web_healthcheck(port, "claimwatch.example.com,.example.com")
+        pipeline = _run_pipeline_check(port)
+        monkeypatch.setattr(health, "_database", lambda: {"ok": False, "error": "connection refused"})
+        unavailable = _run_web_healthcheck(port, "claimwatch.example.com")
 
-    assert healthy.returncode == 0, healthy.stderr
-    assert unhealthy.returncode != 0 and "503" in unhealthy.stderr
+    assert alive.returncode == 0, alive.stderr
+    assert pipeline == 503
+    assert unavailable.returncode != 0 and "503" in unavailable.stderr
+
+
+def _run_pipeline_check(port: int) -> int:
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/healthz",
+        headers={"Host": "claimwatch.example.com", "X-Forwarded-Proto": "https"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (a local http URL)
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code

@@ -103,3 +103,22 @@ def test_healthz_reports_a_stalled_pipeline_when_nothing_publishes_a_waiting_mes
     assert response.status_code == 503
     assert pipeline["ok"] is False
     assert f"in {status} for" in pipeline["error"] and "celery beat" in pipeline["error"]
+
+
+@pytest.mark.django_db
+def test_livez_says_alive_while_the_pipeline_is_unhealthy_and_unavailable_without_a_database(
+    client, admin_client, monkeypatch
+):
+    import compliance_site.health as health
+
+    assert client.get("/healthz").status_code == 503  # no active model
+    alive = client.get("/livez")
+    monkeypatch.setattr(health, "_database", lambda: {"ok": False, "error": "connection refused"})
+    unavailable = client.get("/livez")
+    detailed = admin_client.get("/livez")
+
+    assert (alive.status_code, alive.json()) == (200, {"status": "alive"})
+    assert (unavailable.status_code, unavailable.json()) == (503, {"status": "unavailable"})
+    assert (
+        detailed.status_code == 503 and detailed.json()["checks"]["database"]["error"] == "connection refused"
+    )
