@@ -147,6 +147,29 @@ def _garbled(value: str) -> bool:
     return bool(_GARBLED.search(value))
 
 
+_CLEARSIGN_HEAD = re.compile(
+    r"^-----BEGIN PGP SIGNED MESSAGE-----[ \t]*\n(?:[A-Za-z-]+: .*\n)*[ \t]*\n", re.M
+)
+_CLEARSIGN_TAIL = re.compile(
+    r"^-----BEGIN PGP SIGNATURE-----[ \t]*\n.*?^-----END PGP SIGNATURE-----[ \t]*$", re.M | re.S
+)
+
+
+def _without_clearsign_armour(text: str) -> str:
+    """An inline PGP clear-signed text (RFC 4880, 7) as its sender wrote it: the armour header and
+    its Hash: lines and the signature block removed, dash-escaped lines ("- -- ") unescaped, so
+    the base64 of the signature is not read as the sender's signature block. Text around the
+    signed part is kept. Anything else is returned unchanged."""
+    head = _CLEARSIGN_HEAD.search(text)
+    if head is None:
+        return text
+    tail = _CLEARSIGN_TAIL.search(text, head.end())
+    if tail is None:
+        return text
+    signed = re.sub(r"(?m)^- ", "", text[head.end() : tail.start()])
+    return text[: head.start()] + signed + text[tail.end() :]
+
+
 def _raw_header(message: EmailMessage, name: str) -> str:
     return next((str(v) for k, v in message.raw_items() if k.lower() == name.lower()), "")
 
@@ -311,7 +334,13 @@ class _Reader:
             self.notes.append(note)
         if part.get_content_type() == "text/html":
             text = html_to_text(text)
-        return _without_nul(text.replace("\r\n", "\n").replace("\r", "\n"))
+        text = _without_nul(text.replace("\r\n", "\n").replace("\r", "\n"))
+        unarmoured = _without_clearsign_armour(text)
+        if unarmoured != text:
+            self.notes.append(
+                f"{where}: inline PGP signature armour removed (the signature is not verified)."
+            )
+        return unarmoured
 
     # --- attachments -----------------------------------------------------------------------
 

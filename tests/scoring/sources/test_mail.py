@@ -489,3 +489,25 @@ def test_a_header_that_is_fine_is_left_as_the_standard_library_reads_it():
     assert (
         message.subject == "Gebühren ok" and message.headers["from"] == '"Müller, Jürgen" <jm@bank.example>'
     )
+
+
+def test_an_inline_pgp_clear_signed_text_is_read_without_its_armour():
+    signed = (
+        "-----BEGIN PGP SIGNED MESSAGE-----\nHash: SHA256\n\n"
+        "Hello Ann,\n\nThe fund is guaranteed to pay 8%.\n\n- -- \nBob\n"
+        "-----BEGIN PGP SIGNATURE-----\n\niQEzBAEBCAAdFiEE0x1qPq8kQ2z4VfE8Wn2bq9Xh0cQFAmVb\n=Ab1c\n"
+        "-----END PGP SIGNATURE-----\n"
+    )
+
+    message = parse_email(raw_mail("Content-Type: text/plain; charset=utf-8", body=signed.encode()))
+
+    assert message.body == "Hello Ann,\n\nThe fund is guaranteed to pay 8%.\n\n-- \nBob"
+    assert message.headers["notes"] == [
+        "the text/plain body: inline PGP signature armour removed (the signature is not verified)."
+    ]
+
+
+def test_a_pgp_header_line_quoted_in_prose_is_left_alone():
+    text = "Our key starts with -----BEGIN PGP SIGNED MESSAGE----- in the middle of a line.\n"
+
+    assert parse_email(raw_mail("Content-Type: text/plain", body=text.encode())).body == text.strip()
