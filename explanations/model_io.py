@@ -113,7 +113,8 @@ def best_windows(scorer, per_text: Sequence[Sequence[Window]]) -> list[int]:
             best.append(0)
             continue
         # Every window's score is drawn, routing or not, so the next text's scores stay aligned.
-        values = [score if w.routes else -np.inf for w, score in zip(windows, scores)]
+        drawn = [next(scores) for _ in windows]
+        values = [score if w.routes else -np.inf for w, score in zip(windows, drawn, strict=True)]
         best.append(int(np.argmax(values)))
     return best
 
