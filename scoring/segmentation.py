@@ -45,18 +45,27 @@ ATTACHMENT = "attachment"
 SEEN = "seen"
 ROUTING_KINDS: frozenset[str] = frozenset({BODY, SIGNATURE, ATTACHMENT})
 # Bump when the rules below change what they find: predictions store the version they used.
-SEGMENTATION_VERSION = 3
+SEGMENTATION_VERSION = 4
 
 _QUOTE_PREFIX = re.compile(r"^[ \t]*>")
 # "On Tue, 4 Mar 2025 at 09:12, Jane Roe <jane@x.example> wrote:" (one or two lines), and the
 # same in a few other languages mail clients localise it to.
 # German and Dutch put the name after the verb: "Am Di., 4. März 2025 um 09:12 Uhr schrieb Hans
-# Muster <hans@x.example>:", "Op di 4 mrt 2025 om 09:12 schreef Piet <p@x.example>:"; a time of day
-# before the verb tells it from a sentence ("Am Montag schrieb mir ein Kunde:").
+# Muster <hans@x.example>:", "Op di 4 mrt 2025 om 09:12 schreef Piet <p@x.example>:"; the time of
+# day right before the verb and the address after the name tell it from a sentence ("Am Freitag um
+# 15:00 rief ich Sie an und schrieb Ihnen danach:").
 _ATTRIBUTION = re.compile(
     r"^[ \t]*(?:(?:On|Am|Le|El|Il|Op|Em)\b.{4,300}?\b"
     r"(?:wrote|schrieb|a écrit|escribió|ha scritto|schreef|escreveu|het volgende geschreven)\s*:?"
-    r"|(?:Am|Op)\b.{0,300}?\b\d{1,2}:\d{2}\b.{0,40}?\b(?:schrieb|schreef)\b.{1,200}:)[ \t]*$",
+    r"|(?:Am|Op)\b.{0,300}?\b\d{1,2}:\d{2}(?:\s*Uhr)?,?\s+(?:schrieb|schreef)\s+[^<>\n]{1,200}<[^<>@\s]+@[^<>\s]+>\s*:)"
+    r"[ \t]*$",
+    re.IGNORECASE,
+)
+# Thunderbird's German and Dutch attribution names no address ("Am 04.03.2025 um 09:12 schrieb
+# Hans Muster:"): an attribution only over "> " lines, and not when a pronoun follows the verb.
+_ATTRIBUTION_OVER_QUOTES = re.compile(
+    r"^[ \t]*(?:Am|Op)\b.{0,300}?\b\d{1,2}:\d{2}(?:\s*Uhr)?,?\s+(?:schrieb|schreef)\s+"
+    r"(?!(?:ich|wir|mir|uns|Ihnen|ihm|ihr|ik|we|wij|u|jullie|mij|ons)\b)[^:\n]{1,120}:[ \t]*$",
     re.IGNORECASE,
 )
 _SEPARATOR = re.compile(
@@ -68,9 +77,15 @@ _SEPARATOR = re.compile(
     re.IGNORECASE,
 )
 _RULE_LINE = re.compile(r"^[ \t]*(?:_{8,}|-{8,}|={8,})[ \t]*$")
-# Any other labelled dash line ("---- Message ----", "----- Forwarded by Ann -----"): a forward
-# only when a From: line comes next, since a dash line alone can be a heading in a letter.
-_LABELLED_RULE = re.compile(r"^[ \t]*-{2,}[ \t]*[^\s-][^-\n]{0,38}?[ \t]*-{2,}[ \t]*$")
+# Any other labelled dash line naming a message ("---- Message ----", "----- Forwarded by Ann
+# -----", "-- Mensagem --"): a forward only when a From: line comes next, since a dash line can be
+# a heading in a letter ("--- Transfer ---" over "From: your savings account" is the sender's).
+_LABELLED_RULE = re.compile(
+    r"^[ \t]*-{2,}[ \t]*(?=[^-\n]*\b(?:message|forward|forwarded|original|e-?mail|mail|nachricht|"
+    r"mensaje|messaggio|bericht|mensagem|courriel|linkedin|whatsapp|sms|chat)\b)[^\s-][^-\n]{0,38}?"
+    r"[ \t]*-{2,}[ \t]*$",
+    re.IGNORECASE,
+)
 # An Outlook-style header line, in the languages mail clients localise it to (English, German,
 # French, Spanish, Italian, Dutch, Portuguese); French puts a space (often a no-break space)
 # before the colon: "De : Jean Dupont", "Objet : Placement".
@@ -80,6 +95,11 @@ _HEADER_NAMES = (
     r"Enviado(?: em)?|Enviada(?: em)?|Fecha|Para|Asunto|Assunto|Inviato|Data|Oggetto|Verzonden|Aan|Onderwerp"
 )
 _HEADER = re.compile(rf"^[ \t]*\*?({_HEADER_NAMES})\*?[ \t\u00a0]*:", re.IGNORECASE)
+# Sent and Subject: fields a mail header block has and a slip or an itinerary does not.
+_MAIL_ONLY_FIELDS = frozenset(
+    {"sent", "gesendet", "envoyé", "enviado", "enviado em", "enviada", "enviada em", "inviato", "verzonden"}
+    | {"subject", "betreff", "objet", "asunto", "assunto", "oggetto", "onderwerp"}
+)
 _FROM = re.compile(rf"^[ \t]*\*?({_FROM_NAMES})\*?[ \t\u00a0]*:[ \t\u00a0]*\S", re.IGNORECASE)
 _SIG_DELIMITER = re.compile(r"^-- ?$")
 _CLOSINGS = (
@@ -129,7 +149,10 @@ def _lines(text: str) -> list[_Line]:
 
 
 def _header_block_at(lines: Sequence[_Line], i: int) -> bool:
-    """An Outlook/forward header block starts at line i: From: followed by 2+ header lines."""
+    """An Outlook/forward header block starts at line i: From: followed by 2+ header lines, one
+    of them a field only mail headers have (Sent or Subject, in any of the languages) or the From:
+    line with an address. From, To and Date alone are a transfer slip, an itinerary or a receipt
+    pasted into a letter ("De: Madrid / A: Lisboa / Fecha: 12 de junio"), which stays the sender's."""
     if not _FROM.match(lines[i].text):
         return False
     fields = {_HEADER.match(lines[i].text).group(1).lower()}
@@ -139,7 +162,7 @@ def _header_block_at(lines: Sequence[_Line], i: int) -> bool:
             fields.add(match.group(1).lower())
         elif not line.blank:
             break
-    return len(fields) >= 3
+    return len(fields) >= 3 and (bool(fields & _MAIL_ONLY_FIELDS) or "@" in lines[i].text)
 
 
 def _from_line_follows(lines: Sequence[_Line], i: int) -> bool:
@@ -148,14 +171,14 @@ def _from_line_follows(lines: Sequence[_Line], i: int) -> bool:
     return following is not None and bool(_FROM.match(following.text))
 
 
-def _attribution_at(lines: Sequence[_Line], i: int) -> int:
+def _attribution_at(lines: Sequence[_Line], i: int, pattern: re.Pattern = _ATTRIBUTION) -> int:
     """Number of lines (1 or 2) of an "On ... wrote:" attribution starting at line i, else 0."""
-    if _ATTRIBUTION.match(lines[i].text):
+    if pattern.match(lines[i].text):
         return 1
     if i + 1 < len(lines) and len(lines[i].text) < 300:
         joined = f"{lines[i].text} {lines[i + 1].text}"
         if lines[i].text.lstrip()[:3].lower() in ("on ", "am ", "le ", "el ", "il ", "op ", "em ") and (
-            _ATTRIBUTION.match(joined)
+            pattern.match(joined)
         ):
             return 2
     return 0
@@ -168,7 +191,11 @@ def _line_kinds(lines: Sequence[_Line]) -> list[str]:
     while i < len(lines):
         text = lines[i].text
         span = _attribution_at(lines, i)
-        if span and any(_QUOTE_PREFIX.match(line.text) for line in lines[i + span : i + span + 3]):
+        over_quotes = span or _attribution_at(lines, i, _ATTRIBUTION_OVER_QUOTES)
+        if over_quotes and any(
+            _QUOTE_PREFIX.match(line.text) for line in lines[i + over_quotes : i + over_quotes + 3]
+        ):
+            span = over_quotes
             for j in range(i, i + span):
                 kinds[j] = QUOTED  # the attribution above "> " lines; the "> " lines follow
             i += span

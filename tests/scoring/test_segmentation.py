@@ -206,3 +206,25 @@ def test_an_attribution_with_the_name_after_the_verb_is_quoted(attribution):
 def test_a_german_sentence_saying_who_wrote_stays_body():
     text = "Am Montag schrieb mir ein Kunde:\nIst die Rendite garantiert? Ja, sie ist garantiert."
     assert {k for k, _ in parts(text)} == {BODY}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a Pix receipt, a bank transfer, an itinerary pasted into a letter: From, To, Date alone
+        "Olá Sr. Costa,\n\nSegue o comprovante.\nDe: João Costa\nPara: Fundo Renda Garantida XP\n"
+        "Data: 05/05/2025\n\nComo combinado, o rendimento de 2% ao mês é garantido.",
+        "Da: c/c 1234 Banca Intesa\nA: Fondo Sicuro SpA\nData: 5 maggio 2025\n\nIl 12% annuo è garantito.",
+        "De: Madrid\nA: Lisboa\nFecha: 12 de junio\n\nEn el seminario el rendimiento es garantizado.",
+        # a time of day in the sender's own sentence
+        "Am Freitag um 15:00 rief ich Sie an und schrieb Ihnen danach:\nDer Fonds bringt garantiert 10 %.",
+        "Am 3. März um 10:30 schrieb ich Ihnen bereits Folgendes:\nDer Fonds bringt garantiert 10 %.",
+        "Op maandag om 14:00 schreef ik u al het volgende:\nHet fonds is gegarandeerd.",
+        # a heading over a From: line that names no message
+        "--- Transfer ---\nFrom: your savings account\nTo: the Guaranteed Income Fund (12% a year, guaranteed)",  # noqa: E501
+    ],
+    ids=["pix-receipt", "transfer", "itinerary", "de-sentence", "de-sentence-2", "nl-sentence", "heading"],
+)
+def test_the_senders_own_lines_that_look_like_a_header_stay_body(text):
+    """Quoted history does not route: reading the sender's own claim as quoted would hide it."""
+    assert {k for k, _ in parts(text)} == {BODY}
