@@ -57,6 +57,7 @@ from email.header import decode_header
 from email.headerregistry import HeaderRegistry
 from email.message import EmailMessage
 from email.parser import BytesParser
+from email.utils import getaddresses
 from functools import lru_cache
 
 from scoring.sources.charsets import decode_text
@@ -194,6 +195,10 @@ def _lenient_header(raw: str) -> str:
         chunks = [(unfolded, None)]
     words = []
     for chunk, charset in chunks:
+        if isinstance(chunk, bytes) and charset is None:
+            # decode_header gives the text between encoded words as raw-unicode-escape bytes, in
+            # which a raw byte is a surrogate spelled "\\udcfc": back to the byte it stands for.
+            chunk = chunk.decode("raw-unicode-escape")
         data = chunk.encode("ascii", "surrogateescape") if isinstance(chunk, str) else chunk
         words.append(text_of(data, charset))
     return "".join(words)
@@ -219,7 +224,15 @@ def _addresses(message: EmailMessage, name: str) -> tuple[str, ...]:
             return tuple(_without_nul(address) for address in found)
     except (ValueError, IndexError, TypeError, AttributeError):
         pass
-    return tuple(part.strip() for part in _header(message, name).split(",") if part.strip())
+    # The header read leniently, split as addresses are ("Müller, Hans" <h@x> is one).
+    return tuple(_address_text(n, a) for n, a in getaddresses([_header(message, name)]) if n or a)
+
+
+def _address_text(name: str, address: str) -> str:
+    if not name:
+        return address
+    shown = f'"{name}"' if re.search(r'[,;:"()<>@\[\]]', name) else name
+    return f"{shown} <{address}>" if address else shown
 
 
 def _sender_address(message: EmailMessage) -> str:
@@ -312,20 +325,32 @@ class _Reader:
         if not found:
             return data
         written = str(part.get_payload()).encode("ascii", "surrogateescape")
-        letters = re.sub(rb"[\r\n]+", b"", written)
-        strays = len(_NOT_BASE64.findall(letters))
-        if strays > BASE64_STRAY_SHARE * len(letters):  # text under a wrong label, not base64
+        cleaned = re.sub(rb"\s+", b"", written)
+        strays = len(_NOT_BASE64.findall(cleaned))
+        # Whitespace at a line's edges is padding RFC 2045 ignores; spaces between letters inside
+        # a line, like characters outside the alphabet, are not base64.
+        inner_spaces = sum(len(re.findall(rb"\S\s+(?=\S)", line.strip())) for line in written.splitlines())
+        if strays + inner_spaces > BASE64_STRAY_SHARE * max(1, len(cleaned)):  # text under a wrong label
             self.notes.append(f"{where}: it is declared base64 but is not base64; read as written.")
             return written
-        if email_errors.InvalidBase64LengthDefect in found:  # given back undecoded
-            # One base64 letter too many: six bits, less than a byte, so dropping it loses no text.
-            kept = _NOT_BASE64.sub(b"", letters).rstrip(b"=")[:-1]
-            data = base64.b64decode(kept + b"=" * (-len(kept) % 4))
+        # Each padded run on its own: two base64 texts joined end to end are both read (the
+        # standard library stops at the first padding), and a run with one letter too many (six
+        # bits, less than a byte) loses only that letter.
+        decoded, dropped = [], False
+        runs = re.findall(rb"[A-Za-z0-9+/]+=*", _NOT_BASE64.sub(b"", cleaned))
+        for run in runs:
+            letters = run.rstrip(b"=")
+            if len(letters) % 4 == 1:
+                letters, dropped = letters[:-1], True
+            decoded.append(base64.b64decode(letters + b"=" * (-len(letters) % 4)))
+        if len(runs) > 1:
+            self.notes.append(f"{where}: {len(runs)} base64 texts joined end to end; each was decoded.")
+        if dropped:
             self.notes.append(f"{where}: its base64 ends with one letter too many, which was dropped.")
         if strays:
             what = "1 character that is" if strays == 1 else f"{strays} characters that are"
             self.notes.append(f"{where}: {what} not base64 skipped while decoding it.")
-        return data
+        return b"".join(decoded)
 
     def part_text(self, part: EmailMessage, where: str) -> str:
         data = self.payload(part, where)

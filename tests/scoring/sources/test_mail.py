@@ -511,3 +511,42 @@ def test_a_pgp_header_line_quoted_in_prose_is_left_alone():
     text = "Our key starts with -----BEGIN PGP SIGNED MESSAGE----- in the middle of a line.\n"
 
     assert parse_email(raw_mail("Content-Type: text/plain", body=text.encode())).body == text.strip()
+
+
+def test_base64_lines_padded_with_trailing_spaces_are_decoded_without_a_note():
+    encoded = base64.encodebytes((BASE64_TEXT * 5).encode())
+    padded = b"\n".join(line + b"  " for line in encoded.splitlines()) + b"\n"
+
+    message = parse_email(base64_mail(padded))
+
+    assert message.body == BASE64_TEXT * 5 and "notes" not in message.headers
+
+
+def test_two_base64_texts_joined_end_to_end_are_both_read():
+    joined = base64.b64encode(b"Guaranteed returns.") + base64.b64encode(b" No risk at all, promise.")
+
+    message = parse_email(base64_mail(joined + b"\n"))
+
+    assert message.body == "Guaranteed returns. No risk at all, promise."
+    assert message.headers["notes"] == [
+        "the text/plain body: 2 base64 texts joined end to end; each was decoded."
+    ]
+
+
+def test_a_header_mixing_raw_bytes_and_encoded_words_and_a_quoted_name_with_a_comma():
+    raw = (
+        b'From: a@bank.example\nTo: "M\xfcller, Hans" <h@y.example>, '
+        b"=?iso-8859-1?q?M=FCller?= <m@y.example>, \xe9t\xe9 <e@z.example>\n"
+        b"Subject: Rendite garantiert f\xfcr Sie =?utf-8?q?=E2=82=AC_sicher?=\n"
+        b"Message-ID: <mixed@bank.example>\n\nhi\n"
+    )
+
+    message = parse_email(raw)
+
+    assert message.subject == "Rendite garantiert für Sie € sicher"
+    assert message.headers["to"] == [
+        '"Müller, Hans" <h@y.example>',
+        "Müller <m@y.example>",
+        "été <e@z.example>",
+    ]
+    assert message.participants == ("a@bank.example", "e@z.example", "h@y.example", "m@y.example")
