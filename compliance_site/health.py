@@ -1,8 +1,8 @@
 """/healthz: database, broker, model, pipeline, worker-device status and failed messages, each
 checked for real with a short timeout. `status` is "unhealthy" (HTTP 503) when a check fails,
 "degraded" (HTTP 200: the service works, but something needs a person) when a check is ok but
-degraded (failed messages waiting for a retry), "healthy" otherwise. /livez: the web process
-and its database alone (`liveness_report`)."""
+degraded (failed messages waiting for a retry), "healthy" otherwise. /readyz: the web process
+and its database alone (`readiness_report`)."""
 
 from __future__ import annotations
 
@@ -139,11 +139,12 @@ def _failed_messages() -> dict[str, Any]:
     return report
 
 
-def liveness_report() -> dict[str, Any]:
-    """/livez: whether this web process serves and reaches its database, and nothing else. A
-    load balancer or an orchestrator asks this to decide whether to send traffic to (or restart)
-    the web: ingest keeps storing messages while the broker is down or beat has stopped, which
-    /healthz reports as unhealthy for a person to look at."""
+def readiness_report() -> dict[str, Any]:
+    """/readyz: whether this web process serves and reaches its database, and nothing else. A
+    load balancer or an orchestrator's readiness probe asks it to decide whether to send traffic
+    to the web (not whether to restart it: restarting cures no database outage). Ingest keeps
+    storing messages while the broker is down or beat has stopped, which /healthz reports as
+    unhealthy for a person to look at."""
     database = _database()
     return {"ok": database["ok"], "checks": {"database": database}}
 

@@ -9,7 +9,7 @@ from reviews import urls as reviews_urls
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
-    path("livez", views.livez, name="livez"),
+    path("readyz", views.readyz, name="readyz"),
     path("accounts/", include("reviews.account_urls")),
     # The Models pages (governance) keep their /review/ paths and reviews: names.
     path("review/", include((reviews_urls.urlpatterns + governance_urls.urlpatterns, "reviews"))),

@@ -6,7 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_safe
 
 
 @require_GET
@@ -43,18 +43,19 @@ def api_not_found(request: HttpRequest, *args: object, **kwargs: object) -> Json
     return JsonResponse({"error": error}, status=404)
 
 
-@require_GET
-def livez(request: HttpRequest) -> JsonResponse:
-    """200 {"status": "alive"} while this web process serves and reaches its database, else 503
+@require_safe
+def readyz(request: HttpRequest) -> JsonResponse:
+    """200 {"status": "ready"} while this web process serves and reaches its database, else 503
     {"status": "unavailable"}: what a load balancer and compose's web healthcheck ask
-    (compliance_site.health.liveness_report); the database's error only for a compliance admin."""
-    from compliance_site.health import liveness_report
+    (compliance_site.health.readiness_report); GET or HEAD. The database's error only for a
+    compliance admin, and only asked when the database answers (reading the session needs it)."""
+    from compliance_site.health import readiness_report
     from core.roles import Role, has_role
 
-    report = liveness_report()
+    report = readiness_report()
     status = 200 if report["ok"] else 503
-    summary = {"status": "alive" if report["ok"] else "unavailable"}
-    if has_role(request.user, Role.COMPLIANCE_ADMIN):
+    summary = {"status": "ready" if report["ok"] else "unavailable"}
+    if report["ok"] and has_role(request.user, Role.COMPLIANCE_ADMIN):
         return JsonResponse({**summary, **report}, status=status)
     return JsonResponse(summary, status=status)
 
@@ -62,7 +63,7 @@ def livez(request: HttpRequest) -> JsonResponse:
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
     """200 {"status": "healthy"} or 503 {"status": "unhealthy"} for anyone (monitoring: the whole
-    pipeline; a load balancer asks /livez); what each check found (versions, worker nodes, database errors,
+    pipeline; a load balancer asks /readyz); what each check found (versions, worker nodes, database errors,
     queue ages) only for a signed-in compliance admin."""
     from compliance_site.health import health_report
     from core.roles import Role, has_role

@@ -371,7 +371,7 @@ def _wsgi_server() -> Iterator[int]:
 
 def _run_web_healthcheck(port: int, allowed_hosts: str) -> subprocess.CompletedProcess:
     test = SERVICES["web"]["healthcheck"]["test"]
-    assert test[:3] == ["CMD", "python", "-c"] and "127.0.0.1:8000/livez" in test[3]
+    assert test[:3] == ["CMD", "python", "-c"] and "127.0.0.1:8000/readyz" in test[3]
     code = test[3].replace("127.0.0.1:8000", f"127.0.0.1:{port}")
     env = {"PATH": os.environ.get("PATH", ""), "ALLOWED_HOSTS": allowed_hosts}
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
@@ -390,7 +390,7 @@ def production_like(settings, seeded_transactional_db):
 def test_the_compose_web_healthcheck_passes_with_debug_off_and_fails_when_the_web_cannot_serve(
     production_like, monkeypatch
 ):
-    """It asks /livez: the web stays in service while the pipeline is unhealthy (here no active
+    """It asks /readyz: the web stays in service while the pipeline is unhealthy (here no active
     model, so /healthz answers 503), and is reported when it cannot reach its database."""
     import compliance_site.health as health
 

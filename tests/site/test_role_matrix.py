@@ -62,7 +62,7 @@ R = frozenset
 ROUTES: list[Route] = [
     Route("home", "get", url("home"), SIGNED_IN),
     Route("healthz", "get", url("healthz"), EVERYONE),
-    Route("livez", "get", url("livez"), EVERYONE),
+    Route("readyz", "get", url("readyz"), EVERYONE),
     Route("login", "get", url("login"), EVERYONE),
     Route("password_change", "get", url("password_change"), SIGNED_IN),
     Route("password_change_done", "get", url("password_change_done"), SIGNED_IN),
