@@ -25,7 +25,7 @@ from scoring.classifier import scorer_for
 from scoring.constants import MessageStatus
 from scoring.errors import DeviceFailed, DeviceOutOfMemory
 from scoring.models import Message, WorkStage
-from scoring.segmentation import Segment
+from scoring.segmentation import SEEN, Segment
 from scoring.services.claims import (
     Claimant,
     work_claim_begin,
@@ -122,7 +122,13 @@ def _compute(messages: Sequence[Message], scorers: dict[int, object]) -> dict[in
                         (w["start"], w["end"], w["score"]) for w in m.routing_prediction.window_scores
                     ],
                     rule_spans=[(r.start, r.end) for r in m.rule_matches.all()],
-                    segments=[Segment(p["kind"], p["start"], p["end"]) for p in m.routing_prediction.segments]
+                    # The parts the prediction windowed: history already seen in the thread is
+                    # kept for display and never windowed (scoring.services.context).
+                    segments=[
+                        Segment(p["kind"], p["start"], p["end"])
+                        for p in m.routing_prediction.segments
+                        if p["kind"] != SEEN
+                    ]
                     or None,
                 )
                 for m in group
