@@ -11,9 +11,11 @@ the sender's: a mistake that can only make the message more likely to be reviewe
 
 from __future__ import annotations
 
+import hashlib
 import mailbox
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from scoring.sources.errors import SourceError
@@ -47,7 +49,14 @@ def count_mbox(path: Path) -> int:
 
 def _parse_job(job: tuple[str, bytes, MailLimits]) -> Read:
     position, raw, limits = job
-    return _parsed(position, mbox_unescaped(raw), limits)
+    unescaped = mbox_unescaped(raw)
+    read = _parsed(position, unescaped, limits)
+    message = read[1]
+    if unescaped != raw and isinstance(message, SourceMessage) and message.external_id.startswith("sha256:"):
+        # A message without a Message-ID is known by the hash of its bytes: those the mbox holds,
+        # as before the unescaping, so importing the same mbox again still changes nothing.
+        read = position, replace(message, external_id="sha256:" + hashlib.sha256(raw).hexdigest())
+    return read
 
 
 def read_mbox(path: Path, *, limits: MailLimits, processes: int = 1) -> Iterator[Read]:

@@ -3,6 +3,7 @@ same reads whether parsed here or in other processes (what a large import does).
 
 from __future__ import annotations
 
+import hashlib
 import mailbox
 
 from scoring.segmentation import segment
@@ -63,3 +64,19 @@ def test_a_line_of_the_senders_that_starts_with_from_is_the_senders_not_a_quote(
     assert [s.kind for s in segment(first.body)] == ["body"]
     assert "\n> From here it looks guaranteed?" in second.body
     assert [s.kind for s in segment(second.body)][-1] == "quoted"
+
+
+def test_a_message_without_a_message_id_keeps_the_hash_of_the_bytes_the_mbox_holds(tmp_path):
+    """Its external id, so importing the same mbox again still changes nothing after the unescaping."""
+    path = tmp_path / "journal.mbox"
+    box = mailbox.mbox(path, create=True)
+    key = box.add(b"From: bob@bank.example\nSubject: no id\n\nHi Ann,\n\nFrom next month it is guaranteed.\n")
+    box.flush()
+    stored = box.get_bytes(key)
+    box.close()
+    assert b"\n>From next month" in stored
+
+    ((_, message),) = read_mbox(path, limits=MailLimits())
+
+    assert "\nFrom next month it is guaranteed." in message.body
+    assert message.external_id == "sha256:" + hashlib.sha256(stored).hexdigest()
