@@ -220,13 +220,21 @@ def _blocks_text(node) -> list[str]:
 
 def _line_text(line: dict) -> str:
     """A line's text in Slack markup. A bot's or an integration's words may be only in its
-    attachments or blocks (its "text" empty or a summary), and they are its own; a message shared
+    attachments or blocks (its "text" empty or a summary beside them), and they are its own; a message shared
     from elsewhere (an attachment marked is_share) is someone else's: its lines are quoted ("> ",
     quoted history, routing only when the line has nothing else). A link's preview (an attachment
     with from_url) is the page's, not the sender's, and is left out."""
     text = str(line.get("text") or "")
+    blocks = [b for b in line.get("blocks") or [] if isinstance(b, dict)]
     if not text.strip():
-        text = "\n".join(_blocks_text(line.get("blocks")))
+        text = "\n".join(_blocks_text(blocks))
+    else:
+        # An app sends "text" as the notification's summary beside its blocks, which hold what it
+        # says: the text of its layout blocks (section, header, context) not already in "text".
+        # A person's rich_text block repeats their "text" and adds nothing.
+        said = " ".join(text.split())
+        extra = [t for t in _blocks_text([b for b in blocks if b.get("type") != "rich_text"]) if t.strip()]
+        text = "\n".join([text, *(t for t in extra if " ".join(t.split()) not in said)])
     own, shared = [], []
     for attachment in line.get("attachments") or []:
         if not isinstance(attachment, dict):

@@ -168,3 +168,42 @@ def test_a_slack_bots_card_is_read_and_a_shared_message_is_quoted_under_the_comm
     assert share.body == "warn your clients about this one\n\n> Mallory:\n> 40% a month, no risk!"
     assert [s.kind for s in segment(share.body)] == ["body", "quoted"]
     assert link.body == "read this"
+
+
+def test_an_apps_blocks_are_read_beside_the_summary_it_sends_as_text(tmp_path):
+    lines = [
+        {
+            "subtype": "bot_message",
+            "bot_id": "B1",
+            "username": "Marketing",
+            "text": "New post from Marketing",
+            "blocks": [
+                {"type": "header", "text": {"type": "plain_text", "text": "New post from Marketing"}},
+                {
+                    "type": "section",
+                    "text": {"type": "mrkdwn", "text": "Our fund returns *20% a year, guaranteed*."},
+                },
+            ],
+            "ts": T0,
+        },
+        {
+            "user": "U1",
+            "text": "Fees are 1%.",
+            "blocks": [
+                {
+                    "type": "rich_text",
+                    "elements": [
+                        {"type": "rich_text_section", "elements": [{"type": "text", "text": "Fees are 1%."}]}
+                    ],
+                }
+            ],
+            "ts": T0 + 5,
+        },
+    ]
+
+    messages = read_slack_export(slack_export(tmp_path, {"desk": lines}))
+
+    assert [m.body for m in messages] == [
+        "New post from Marketing\nOur fund returns *20% a year, guaranteed*.",
+        "Fees are 1%.",
+    ]
