@@ -5,8 +5,9 @@ objects are cached per (name, value): the parser asks for a part's Content-Type 
 and re-parses it each time, which made parsing six times slower). What is kept:
 
 - From, To, Cc, Subject, Date, Message-ID, In-Reply-To and References;
-- the text: `get_body(("plain", "html"))`, so multipart/alternative gives its text/plain and an
-  HTML-only mail its HTML converted to text (scoring.sources.html); quoted-printable and base64
+- the text: the body part (_body_part): multipart/alternative gives its text/plain and an
+  HTML-only mail its HTML converted to text (scoring.sources.html), also when a list server wraps
+  it in multipart/mixed before its text/plain footer; quoted-printable and base64
   decoded, charsets as scoring.sources.charsets says. Base64 the standard library cannot decode
   is never shown or scored as its letters without a word: one letter too many at the end (six
   bits, less than a byte) is dropped, a part declared base64 that is not base64 at all (plain
@@ -526,7 +527,7 @@ class _Reader:
     ) -> tuple[str, bool]:
         """(text of the message's body part, whether it had one); its attachments (every part
         that is not the body nor one of its other forms: _other_parts) go to self.attachments."""
-        body_part = message.get_body(preferencelist=("plain", "html"))
+        body_part = _body_part(message)
         text = ""
         if body_part is not None:
             text = self.part_text(body_part, f"the {body_part.get_content_type()} body")
@@ -627,6 +628,30 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
     )
 
 
+BODY_PREFERENCE = ("plain", "html")
+
+
+def _body_part(part: EmailMessage) -> EmailMessage | None:
+    """The part that is the message's body, or None. The standard library's get_body prefers
+    text/plain anywhere in the message, so in Mailman's multipart/mixed around an HTML-only mail
+    (text/html, then the list's text/plain footer) it chose the footer, and the sender's HTML was
+    listed as an attachment, not scored. Here the preference holds between the forms of one
+    multipart/alternative (and inside multipart/related, both read by the standard library); in
+    any other multipart (mixed, signed, report) the parts come in the sender's order (RFC 2046,
+    5.1.3) and the first that holds a body is the body; the parts after it are attachments
+    (_other_parts), so a footer is read after it."""
+    if part.is_attachment():
+        return None
+    maintype, subtype = part.get_content_maintype(), part.get_content_subtype()
+    if maintype == "text":
+        return part if subtype in BODY_PREFERENCE else None
+    if maintype != "multipart":
+        return None
+    if subtype in ("alternative", "related"):
+        return part.get_body(preferencelist=BODY_PREFERENCE)
+    return next((found for child in part.iter_parts() if (found := _body_part(child)) is not None), None)
+
+
 def _other_parts(part: EmailMessage, body: EmailMessage | None):
     """The parts of a multipart that are not its body, at any depth, in order: what the
     standard library's iter_attachments gives, except that it skips the first text part of the
@@ -677,7 +702,7 @@ def _holds(part: EmailMessage, target: EmailMessage | None) -> bool:
 
 
 def _body_type(message: EmailMessage) -> str:
-    part = message.get_body(preferencelist=("plain", "html"))
+    part = _body_part(message)
     return part.get_content_type() if part is not None else ""
 
 

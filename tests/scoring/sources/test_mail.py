@@ -235,6 +235,57 @@ def test_a_body_inside_a_nested_multipart_mixed_is_not_repeated_as_an_attachment
     assert message.body.endswith("To unsubscribe, write to list@x.example")
 
 
+LIST_FOOTER = (
+    b"_______________________________________________\nInvestors mailing list\n"
+    b"To unsubscribe send an email to investors-leave@lists.example\n"
+)
+
+
+def test_a_mailing_list_mail_whose_content_is_html_only_reads_the_html_body_and_then_the_footer():
+    # given: Mailman's wrapper around an HTML-only mail: multipart/mixed > text/html, then the
+    # list's text/plain footer (the standard library's get_body prefers the footer)
+    raw = raw_mail(
+        "Content-Type: multipart/mixed; boundary=o",
+        body=(
+            b"--o\nContent-Type: text/html; charset=utf-8\n\n"
+            b"<html><body><p>Hi all,</p><p>Our bond fund's returns are <b>guaranteed</b>.</p>"
+            b"</body></html>\n"
+            b"--o\nContent-Type: text/plain; charset=us-ascii\n"
+            b"Content-Disposition: inline\n\n" + LIST_FOOTER + b"--o--\n"
+        ),
+    )
+
+    # when
+    message = parse_email(raw)
+
+    # then: the sender's HTML as text, as the body, then the footer
+    assert message.body.startswith("Hi all,\n\nOur bond fund's returns are guaranteed.")
+    assert "<" not in message.body
+    assert message.body.endswith("To unsubscribe send an email to investors-leave@lists.example")
+    assert message.headers["text_from"] == "text/html"
+    assert [(a["content_type"], a["scored"]) for a in message.attachments] == [("text/plain", True)]
+
+
+def test_a_mailing_list_mail_with_plain_and_html_forms_still_reads_its_text_once():
+    # given: the same wrapper around multipart/alternative (text/plain, text/html)
+    raw = raw_mail(
+        "Content-Type: multipart/mixed; boundary=o",
+        body=(
+            b"--o\nContent-Type: multipart/alternative; boundary=a\n\n"
+            b"--a\nContent-Type: text/plain\n\nReturns are guaranteed.\n"
+            b"--a\nContent-Type: text/html\n\n<p>Returns are guaranteed.</p>\n--a--\n"
+            b"--o\nContent-Type: text/plain\n\n" + LIST_FOOTER + b"--o--\n"
+        ),
+    )
+
+    message = parse_email(raw)
+
+    assert message.body.count("Returns are guaranteed.") == 1
+    assert message.body.startswith("Returns are guaranteed.")
+    assert message.body.endswith("To unsubscribe send an email to investors-leave@lists.example")
+    assert message.headers["text_from"] == "text/plain"
+
+
 def test_a_bounce_lists_its_delivery_status_as_one_part_and_reads_the_returned_message():
     # given: a DSN (multipart/report): the notice, message/delivery-status, the returned message
     raw = raw_mail(
