@@ -15,10 +15,11 @@ and re-parses it each time, which made parsing six times slower). What is kept:
   base64 are skipped, each with a note the reviewer sees;
 - attachments, each with its name, type and size; text attachments (text/plain, text/csv, a .txt
   or .csv name) are read and scored as part of the message, so is the wording of a calendar
-  invitation (text/calendar: its title, location, description and comment; an invitation
-  sent alone has no other text), so are the text files inside a zip attachment and the text of
-  an attached message (message/rfc822, a forward as attachment); anything else is listed as not
-  scored, with the reason.
+  invitation (text/calendar: its title, location, description and comment; an invitation sent
+  alone has no other text, whether as text/calendar or as a multipart/alternative of text/calendar
+  and its application/ics copy, which is listed and not read again), so are the text files inside
+  a zip attachment and the text of an attached message (message/rfc822, a forward as
+  attachment); anything else is listed as not scored, with the reason.
 
 The message's `body` is its text followed by each scored attachment, under a line
 "[Attachment: name · type · size]"; `attachments` gives each one's [start, end) in the body
@@ -538,7 +539,10 @@ class _Reader:
             if body_part is None:  # a lone part that is not a body (Content-Disposition: attachment)
                 self.attachment(message, 1, prefix, ancestors, depth)
             return text.strip(), body_part is not None
-        if message.get_content_subtype() != "alternative":  # else all its parts are the body's forms
+        # A multipart/alternative's parts are its body's forms, not listed; one with no text/plain or
+        # text/html form (an invitation sent alone: text/calendar and its application/ics copy) has
+        # its forms read as attachments are: the invitation's wording once, the copy listed.
+        if message.get_content_subtype() != "alternative" or body_part is None:
             for index, part in enumerate(_other_parts(message, body_part), start=1):
                 self.attachment(part, index, prefix, ancestors, depth)
         return text.strip(), body_part is not None

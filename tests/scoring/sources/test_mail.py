@@ -491,6 +491,38 @@ def test_a_calendar_invitation_sent_alone_is_read_for_its_wording_not_refused():
     assert "DTSTART" not in message.body and "UID" not in message.body
 
 
+def test_a_calendar_invitation_sent_alone_as_calendar_and_ics_forms_is_read_once_not_refused():
+    # given: a top-level multipart/alternative of text/calendar and its application/ics copy,
+    # with no text/plain or text/html part
+    ical = (
+        b"BEGIN:VCALENDAR\r\nMETHOD:REQUEST\r\nBEGIN:VEVENT\r\nDTSTART:20250310T090000Z\r\n"
+        b"SUMMARY:Income seminar\r\nDESCRIPTION:Our bond pays 7%\\, guaranteed.\r\n"
+        b"UID:abc@bank.example\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+    )
+    raw = raw_mail(
+        "Subject: Invitation: Income seminar",
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/alternative; boundary=a",
+        body=(
+            b"--a\nContent-Type: text/calendar; charset=utf-8; method=REQUEST\n\n" + ical + b"--a\n"
+            b'Content-Type: application/ics; name="invite.ics"\n'
+            b'Content-Disposition: attachment; filename="invite.ics"\n'
+            b"Content-Transfer-Encoding: base64\n\n" + base64.encodebytes(ical) + b"--a--\n"
+        ),
+    )
+
+    # when
+    message = parse_email(raw)
+
+    # then: its wording scored once, as the invitation; the copy listed, not scored again
+    assert message.body.count("Description: Our bond pays 7%, guaranteed.") == 1
+    assert message.body.endswith("Title: Income seminar\nDescription: Our bond pays 7%, guaranteed.")
+    assert [(a["name"], a["content_type"], a["scored"]) for a in message.attachments] == [
+        ("invitation.ics", "text/calendar", True),
+        ("invite.ics", "application/ics", False),
+    ]
+
+
 @pytest.mark.parametrize(
     "headers, body",
     [
