@@ -680,15 +680,25 @@ _ICAL_FIELDS = {
     "COMMENT": "Comment",
 }
 _ICAL_ESCAPE = re.compile(r"\\([\\;,nN])")
+# RFC 5545, 3.1: contentline = name *(";" param) ":" value. A parameter's value may be a quoted
+# string, which may hold ":" and ";" (ALTREP="cid:part1@example.org"), so the value starts at the
+# first colon outside quotes. Each character has one reading (a quote opens or closes a string),
+# so a line that does not match fails in linear time.
+_ICAL_LINE = re.compile(r'\s*(?P<name>[A-Za-z0-9-]+)(?:;(?:[^";:]|"[^"]*")*)*:(?P<value>.*)')
 
 
 def calendar_text(ical: str) -> str:
     """What a calendar invitation (iCalendar, RFC 5545) says in words: each event's title,
-    location, description and comment, unfolded and unescaped; its codes and times left out."""
+    location, description and comment, unfolded and unescaped, without the properties'
+    parameters (_ICAL_LINE); its codes and times left out."""
     unfolded = re.sub(r"\r?\n[ \t]", "", ical)
     lines = []
     for line in unfolded.splitlines():
-        name, _, value = line.partition(":")
+        parsed = _ICAL_LINE.match(line)
+        if parsed:
+            name, value = parsed["name"], parsed["value"]
+        else:  # against the grammar (a quote never closed): cut at the first colon, not dropped
+            name, _, value = line.partition(":")
         label = _ICAL_FIELDS.get(name.split(";", 1)[0].strip().upper())
         if label and value.strip():
             value = _ICAL_ESCAPE.sub(lambda m: "\n" if m.group(1) in "nN" else m.group(1), value)

@@ -10,7 +10,7 @@ import pytest
 
 from scoring.segmentation import QUOTED, segment
 from scoring.sources.errors import SourceError
-from scoring.sources.mail import MailLimits, parse_email
+from scoring.sources.mail import MailLimits, calendar_text, parse_email
 from scoring.sources.mailgen import AttachmentSpec
 from tests.scoring.sources.mail_fixtures import (
     FORWARD,
@@ -521,6 +521,33 @@ def test_a_calendar_invitation_sent_alone_as_calendar_and_ics_forms_is_read_once
         ("invitation.ics", "text/calendar", True),
         ("invite.ics", "application/ics", False),
     ]
+
+
+def test_a_calendar_property_s_parameters_are_skipped_even_when_a_quoted_one_holds_a_colon():
+    # given: parameters before the value (RFC 5545, 3.1), quoted ones holding ":" and ";"
+    ical = (
+        "BEGIN:VEVENT\r\n"
+        'DESCRIPTION;ALTREP="cid:part1.0001@example.org":Returns are guaranteed at 8%\r\n'
+        'LOCATION;ALTREP="https://maps.example/?q=a;b:c";LANGUAGE=en-GB:Room 4\\, Harbor House\r\n'
+        "SUMMARY;LANGUAGE=en-GB:Income seminar at 10:30\r\n"
+        "END:VEVENT\r\n"
+    )
+
+    # when
+    text = calendar_text(ical)
+
+    # then
+    assert text == (
+        "Description: Returns are guaranteed at 8%\n"
+        "Location: Room 4, Harbor House\n"
+        "Title: Income seminar at 10:30"
+    )
+
+
+def test_a_calendar_line_whose_quote_never_closes_is_still_read_from_its_first_colon():
+    text = calendar_text('DESCRIPTION;ALTREP="cid:part1@example.org:Your capital is safe\r\n')
+
+    assert text == "Description: part1@example.org:Your capital is safe"
 
 
 @pytest.mark.parametrize(
