@@ -25,10 +25,10 @@ app = Celery("compliance_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_queues = tuple(Queue(name) for name in queues.ALL)
 app.conf.task_routes = {
-    "scoring.tasks.score_batch": {"queue": queues.GPU},
-    "scoring.tasks.shadow_score_batch": {"queue": queues.GPU},
+    "scoring.tasks.score_batch": {"queue": queues.GPU, "priority": queues.SCORING_PRIORITY},
+    "scoring.tasks.shadow_score_batch": {"queue": queues.GPU, "priority": queues.SHADOW_PRIORITY},
     "scoring.tasks.compare_models": {"queue": queues.CHECKS},
-    "explanations.tasks.explain_batch": {"queue": queues.GPU},
+    "explanations.tasks.explain_batch": {"queue": queues.GPU, "priority": queues.EXPLAIN_PRIORITY},
     "explanations.tasks.canary_check": {"queue": queues.CHECKS},
 }
 app.autodiscover_tasks()

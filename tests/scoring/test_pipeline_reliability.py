@@ -16,13 +16,17 @@ from django.db.models import Count
 from django.test import override_settings
 from rest_framework.test import APIClient
 
+from core import queues
+from core.publish import publish
+from explanations.services.queueing import messages_enqueue_explanation
 from scoring.constants import MessageStatus
 from scoring.liveness import process_alive
 from scoring.models import Message, Prediction, WorkClaim, WorkerDevice
 from scoring.services.queueing import messages_sweep
+from scoring.tasks import score_batch, shadow_score_batch
 from tests.conftest import require_or_skip
 from tests.factories import UserFactory
-from tests.support.services import CeleryBeat, CeleryWorker, RedisServer, broker, wait_until
+from tests.support.services import CeleryBeat, CeleryWorker, RedisServer, broker, published, wait_until
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
@@ -195,6 +199,30 @@ def test_a_stream_of_single_messages_is_gathered_into_a_few_batches(api, redis_s
     # one publish stamps one queued_at per batch
     batches = len(set(Message.objects.filter(id__in=ids).values_list("queued_at", flat=True)))
     assert batches <= 5, f"{batches} scoring tasks for 30 single messages"
+
+
+def test_on_redis_a_scoring_batch_is_taken_before_explanations_and_shadow_batches_published_earlier(
+    redis_server, settings
+):
+    # given a backlog on the gpu queue: a shadow batch, then two explanation batches (published
+    # as the pipeline publishes them)
+    with broker(redis_server.url()):
+        published(queues.GPU)
+        publish(shadow_score_batch, args=[[1], 7], queue=settings.SCORING_QUEUE, what="shadow")
+        messages_enqueue_explanation(message_ids=list(range(1, 2 * settings.EXPLAIN_BATCH_SIZE + 1)))
+
+        # when a scoring batch is published after them (new mail, or a batch recovered after a crash)
+        publish(score_batch, args=[[99]], queue=settings.SCORING_QUEUE, what="scoring")
+
+        # then a worker takes it first, then the explanations in their order, then the shadow batch
+        # (basic_get reads the priority lists in the order a worker's BRPOP names them)
+        taken = [name for name, _ in published(queues.GPU)]
+    assert taken == [
+        "scoring.tasks.score_batch",
+        "explanations.tasks.explain_batch",
+        "explanations.tasks.explain_batch",
+        "scoring.tasks.shadow_score_batch",
+    ]
 
 
 def test_the_embedded_filesystem_broker_runs_a_real_worker_without_any_server(api, tmp_path):
