@@ -17,8 +17,9 @@ and re-parses it each time, which made parsing six times slower). What is kept:
   or .csv name) are read and scored as part of the message, so is the wording of a calendar
   invitation (text/calendar: its title, location, description and comment; an invitation sent
   alone has no other text, whether as text/calendar or as a multipart/alternative of text/calendar
-  and its application/ics copy, which is listed and not read again), so are the text files inside
-  a zip attachment and the text of an attached message (message/rfc822, a forward as
+  and its application/ics copy, which is listed and not read again; an application/ics attachment
+  is read so too unless a text/calendar part of the message says the same), so are the text files
+  inside a zip attachment and the text of an attached message (message/rfc822, a forward as
   attachment); anything else is listed as not scored, with the reason.
 
 The message's `body` is its text followed by each scored attachment, under a line
@@ -96,6 +97,9 @@ class _CachingRegistry(HeaderRegistry):
 
 POLICY = policy.default.clone(header_factory=_CachingRegistry())
 TEXT_ATTACHMENT_TYPES = frozenset({"text/plain", "text/csv"})
+# A calendar invitation (RFC 5545), read for its wording (calendar_text); so is an
+# application/octet-stream part named .ics.
+CALENDAR_TYPES = frozenset({"text/calendar", "application/ics"})
 TEXT_ATTACHMENT_SUFFIXES = (".txt", ".csv")
 # A body only the recipient's key opens (S/MIME enveloped or opaque-signed, PGP/MIME encrypted).
 SEALED_TYPES = frozenset(
@@ -278,6 +282,7 @@ class _Reader:
         self.notes: list[str] = []
         self.attachments: list[tuple[Attachment, str]] = []  # (attachment, its text or "")
         self.parts = 0
+        self._calendars: dict[int, frozenset[str]] = {}  # _calendar_wordings, by id of the message
 
     # --- structure ------------------------------------------------------------------------
 
@@ -371,7 +376,28 @@ class _Reader:
 
     # --- attachments -----------------------------------------------------------------------
 
-    def attachment(self, part: EmailMessage, index: int, prefix: str, ancestors, depth) -> None:
+    def _calendar_wordings(self, message: EmailMessage) -> frozenset[str]:
+        """The wording (calendar_text) of each text/calendar part of `message`, attached messages
+        left out, read once per message and without notes (the part is read for its own later)."""
+        key = id(message)
+        if key not in self._calendars:
+            found, notes = set(), len(self.notes)
+            for part in _leaves(message):
+                if part.get_content_type() == "text/calendar":
+                    data = self.payload(part, "")
+                    try:
+                        text, _ = decode_text(data, part.get_content_charset(), where="")
+                    except SourceError:
+                        continue
+                    found.add(calendar_text(text))
+            del self.notes[notes:]
+            self._calendars[key] = frozenset(found - {""})
+        return self._calendars[key]
+
+    def attachment(
+        self, part: EmailMessage, index: int, prefix: str, ancestors, depth, within: EmailMessage
+    ) -> None:
+        """List `part`, a part of the message `within`, and read it if it is text."""
         content_type = part.get_content_type()
         name = part.get_filename() or ""
         if content_type == "message/rfc822":
@@ -380,7 +406,10 @@ class _Reader:
             name = name or f"{subject or 'attached message'}.eml"
             self._attached_message(part, inner, prefix + name, ancestors, depth)
             return
-        if content_type == "text/calendar" and not name:
+        calendar = content_type in CALENDAR_TYPES or (
+            content_type == "application/octet-stream" and name.lower().endswith(".ics")
+        )
+        if calendar and not name:
             name = "invitation.ics"
         name = prefix + (name or f"part-{index}")
         # message/delivery-status and the like are parsed as header blocks: counted whole.
@@ -392,13 +421,27 @@ class _Reader:
                 f"{_size(self.limits.max_attachment_bytes)}.",
             )
         lowered = name.lower()
-        # text/calendar only: Google's copy of an invitation (application/ics, invite.ics) repeats
-        # the text/calendar of its multipart/alternative body, which is the body's other form.
-        if content_type == "text/calendar":
+        if calendar:
             text, note = decode_text(data, part.get_content_charset(), where=f"the invitation {name!r}")
+            wording = calendar_text(text)
+            # Google sends an invitation twice: text/calendar (in the body's multipart/alternative)
+            # and its copy, application/ics (invite.ics). The copy is read only when no
+            # text/calendar part of the message says the same; alone, it is the invitation.
+            if content_type != "text/calendar" and wording and wording in self._calendar_wordings(within):
+                self._add(
+                    Attachment(
+                        name,
+                        content_type,
+                        len(data),
+                        False,
+                        "not scored: a copy of the invitation in the message's text/calendar part",
+                    ),
+                    "",
+                )
+                return
             if note:
                 self.notes.append(note)
-            self._add(Attachment(name, "text/calendar", len(data), True, ""), calendar_text(text))
+            self._add(Attachment(name, content_type, len(data), True, ""), wording)
         elif content_type in TEXT_ATTACHMENT_TYPES or lowered.endswith(TEXT_ATTACHMENT_SUFFIXES):
             text, note = decode_text(data, part.get_content_charset(), where=f"the attachment {name!r}")
             if note:
@@ -533,18 +576,18 @@ class _Reader:
         if body_part is not None:
             text = self.part_text(body_part, f"the {body_part.get_content_type()} body")
         if message.get_content_type() == "message/rfc822":  # the whole message is a forward
-            self.attachment(message, 1, prefix, ancestors, depth)
+            self.attachment(message, 1, prefix, ancestors, depth, message)
             return text.strip(), False
         if not message.is_multipart():
             if body_part is None:  # a lone part that is not a body (Content-Disposition: attachment)
-                self.attachment(message, 1, prefix, ancestors, depth)
+                self.attachment(message, 1, prefix, ancestors, depth, message)
             return text.strip(), body_part is not None
         # A multipart/alternative's parts are its body's forms, not listed; one with no text/plain or
         # text/html form (an invitation sent alone: text/calendar and its application/ics copy) has
         # its forms read as attachments are: the invitation's wording once, the copy listed.
         if message.get_content_subtype() != "alternative" or body_part is None:
             for index, part in enumerate(_other_parts(message, body_part), start=1):
-                self.attachment(part, index, prefix, ancestors, depth)
+                self.attachment(part, index, prefix, ancestors, depth, message)
         return text.strip(), body_part is not None
 
 
@@ -704,6 +747,15 @@ def calendar_text(ical: str) -> str:
             value = _ICAL_ESCAPE.sub(lambda m: "\n" if m.group(1) in "nN" else m.group(1), value)
             lines.append(f"{label}: {value.strip()}")
     return "\n".join(lines)
+
+
+def _leaves(part: EmailMessage):
+    """The parts of `part` that are not multiparts, at any depth, attached messages not opened."""
+    if part.get_content_maintype() == "multipart":
+        for child in part.iter_parts():
+            yield from _leaves(child)
+    else:
+        yield part
 
 
 def _holds(part: EmailMessage, target: EmailMessage | None) -> bool:

@@ -523,6 +523,78 @@ def test_a_calendar_invitation_sent_alone_as_calendar_and_ics_forms_is_read_once
     ]
 
 
+INVITE = (
+    b"BEGIN:VCALENDAR\r\nMETHOD:REQUEST\r\nBEGIN:VEVENT\r\nDTSTART:20250310T090000Z\r\n"
+    b"SUMMARY:Income seminar\r\nDESCRIPTION:Our bond pays 7%\\, guaranteed.\r\n"
+    b"UID:abc@bank.example\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+)
+
+
+@pytest.mark.parametrize("content_type", ["application/ics", "application/octet-stream"])
+def test_an_ics_attachment_with_no_text_calendar_part_is_read_for_its_wording(content_type):
+    # given: a short text and the invitation as invite.ics only, no text/calendar anywhere
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/mixed; boundary=m",
+        body=(
+            b"--m\nContent-Type: text/plain\n\nSee the invite.\n--m\n"
+            b"Content-Type: " + content_type.encode() + b'; name="invite.ics"\n'
+            b'Content-Disposition: attachment; filename="invite.ics"\n'
+            b"Content-Transfer-Encoding: base64\n\n" + base64.encodebytes(INVITE) + b"--m--\n"
+        ),
+    )
+
+    # when
+    message = parse_email(raw)
+
+    # then: its wording is scored, as an invitation sent as text/calendar is
+    (invite,) = message.attachments
+    assert (invite["name"], invite["content_type"], invite["scored"]) == ("invite.ics", content_type, True)
+    assert message.body.startswith("See the invite.")
+    assert message.body[invite["start"] : invite["end"]].endswith(
+        "Title: Income seminar\nDescription: Our bond pays 7%, guaranteed."
+    )
+    assert "DTSTART" not in message.body
+
+
+def google_invitation(copy: bytes) -> bytes:
+    """Google Calendar's invitation: multipart/mixed > (multipart/alternative > text/plain,
+    text/html, text/calendar), then `copy` as application/ics (invite.ics)."""
+    return raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/mixed; boundary=m",
+        body=(
+            b"--m\nContent-Type: multipart/alternative; boundary=a\n\n"
+            b"--a\nContent-Type: text/plain\n\nIncome seminar\nOur bond pays 7%, guaranteed.\n"
+            b"--a\nContent-Type: text/html\n\n<p>Income seminar</p><p>Our bond pays 7%, guaranteed.</p>\n"
+            b"--a\nContent-Type: text/calendar; charset=UTF-8; method=REQUEST\n"
+            b"Content-Transfer-Encoding: 7bit\n\n" + INVITE + b"--a--\n"
+            b'--m\nContent-Type: application/ics; name="invite.ics"\n'
+            b'Content-Disposition: attachment; filename="invite.ics"\n'
+            b"Content-Transfer-Encoding: base64\n\n" + base64.encodebytes(copy) + b"--m--\n"
+        ),
+    )
+
+
+def test_google_s_ics_copy_of_its_text_calendar_part_is_listed_not_read_again():
+    message = parse_email(google_invitation(INVITE))
+
+    assert message.body == "Income seminar\nOur bond pays 7%, guaranteed."
+    (copy,) = message.attachments
+    assert (copy["name"], copy["scored"]) == ("invite.ics", False)
+    assert "copy of the invitation" in copy["note"]
+
+
+def test_an_ics_attachment_that_says_more_than_the_text_calendar_part_is_read():
+    other = INVITE.replace(b"Our bond pays 7%\\, guaranteed.", b"Zero risk to your capital.")
+
+    message = parse_email(google_invitation(other))
+
+    (copy,) = message.attachments
+    assert copy["scored"] is True
+    assert message.body.endswith("Description: Zero risk to your capital.")
+
+
 def test_a_calendar_property_s_parameters_are_skipped_even_when_a_quoted_one_holds_a_colon():
     # given: parameters before the value (RFC 5545, 3.1), quoted ones holding ":" and ";"
     ical = (
