@@ -20,7 +20,8 @@ and re-parses it each time, which made parsing six times slower). What is kept:
   and its application/ics copy, which is listed and not read again; an application/ics attachment
   is read so too unless a text/calendar part of the message says the same), so are the text files
   inside a zip attachment and the text of an attached message (message/rfc822, a forward as
-  attachment); anything else is listed as not scored, with the reason.
+  attachment); anything else is listed as not scored, with the reason. Of a multipart/alternative
+  that is not the body's, one form is read (_Reader._list_forms).
 
 The message's `body` is its text followed by each scored attachment, under a line
 "[Attachment: name · type · size]"; `attachments` gives each one's [start, end) in the body
@@ -274,6 +275,19 @@ def _describe(part: EmailMessage, index: int) -> str:
     return f"part {index} ({part.get_content_type()})"
 
 
+@dataclass
+class _Scope:
+    """Where the parts being listed are: the message holding them (an attached message is a scope
+    of its own), the prefix of their names, the Message-IDs around them, the nesting depth, and
+    how many parts have been listed (a part with no name is "part-N")."""
+
+    message: EmailMessage
+    prefix: str
+    ancestors: tuple[str, ...]
+    depth: int
+    listed: int = 0
+
+
 class _Reader:
     """State of reading one message: the limits, the parts counted, notes, attachments."""
 
@@ -394,10 +408,10 @@ class _Reader:
             self._calendars[key] = frozenset(found - {""})
         return self._calendars[key]
 
-    def attachment(
-        self, part: EmailMessage, index: int, prefix: str, ancestors, depth, within: EmailMessage
-    ) -> None:
-        """List `part`, a part of the message `within`, and read it if it is text."""
+    def attachment(self, part: EmailMessage, scope: _Scope) -> None:
+        """List `part`, a part of the message `scope.message`, and read it if it is text."""
+        scope.listed += 1
+        index, prefix, ancestors, depth = scope.listed, scope.prefix, scope.ancestors, scope.depth
         content_type = part.get_content_type()
         name = part.get_filename() or ""
         if content_type == "message/rfc822":
@@ -427,7 +441,8 @@ class _Reader:
             # Google sends an invitation twice: text/calendar (in the body's multipart/alternative)
             # and its copy, application/ics (invite.ics). The copy is read only when no
             # text/calendar part of the message says the same; alone, it is the invitation.
-            if content_type != "text/calendar" and wording and wording in self._calendar_wordings(within):
+            copy = content_type != "text/calendar" and wording in self._calendar_wordings(scope.message)
+            if copy:
                 self._add(
                     Attachment(
                         name,
@@ -570,25 +585,79 @@ class _Reader:
         self, message: EmailMessage, ancestors: tuple[str, ...], depth: int, prefix: str = ""
     ) -> tuple[str, bool]:
         """(text of the message's body part, whether it had one); its attachments (every part
-        that is not the body nor one of its other forms: _other_parts) go to self.attachments."""
+        that is not the body nor one of its other forms: _list_parts) go to self.attachments."""
         body_part = _body_part(message)
         text = ""
         if body_part is not None:
             text = self.part_text(body_part, f"the {body_part.get_content_type()} body")
+        scope = _Scope(message, prefix, ancestors, depth)
         if message.get_content_type() == "message/rfc822":  # the whole message is a forward
-            self.attachment(message, 1, prefix, ancestors, depth, message)
+            self.attachment(message, scope)
             return text.strip(), False
         if not message.is_multipart():
             if body_part is None:  # a lone part that is not a body (Content-Disposition: attachment)
-                self.attachment(message, 1, prefix, ancestors, depth, message)
+                self.attachment(message, scope)
             return text.strip(), body_part is not None
-        # A multipart/alternative's parts are its body's forms, not listed; one with no text/plain or
-        # text/html form (an invitation sent alone: text/calendar and its application/ics copy) has
-        # its forms read as attachments are: the invitation's wording once, the copy listed.
-        if message.get_content_subtype() != "alternative" or body_part is None:
-            for index, part in enumerate(_other_parts(message, body_part), start=1):
-                self.attachment(part, index, prefix, ancestors, depth, message)
+        if message.get_content_subtype() != "alternative":
+            self._list_parts(message, body_part, scope)
+        elif body_part is None:
+            # A multipart/alternative's parts are its body's forms, not listed; one with no
+            # text/plain or text/html form (an invitation sent alone: text/calendar and its
+            # application/ics copy) has one of its forms read as an attachment (_list_forms).
+            self._list_forms(message, scope)
         return text.strip(), body_part is not None
+
+    def _list_parts(self, multipart: EmailMessage, body: EmailMessage | None, scope: _Scope) -> None:
+        """List the parts of `multipart` that are not its body nor one of the body's other forms,
+        at any depth, in order. (The standard library's iter_attachments skips the first text part
+        of the top level whether or not it is the body, so a body inside a nested multipart,
+        multipart/signed around multipart/mixed or a list server's multipart/mixed around the
+        sender's, was repeated as an attachment and the top level's first text part, the list's
+        footer, lost.)"""
+        for child in multipart.iter_parts():
+            if child is body:
+                continue
+            if child.get_content_maintype() != "multipart":
+                self.attachment(child, scope)
+            elif child.get_content_subtype() in ("alternative", "related") and _holds(child, body):
+                continue  # the body's other forms (its HTML twin) and the images it shows inline
+            elif child.get_content_subtype() == "alternative":
+                self._list_forms(child, scope)
+            else:
+                self._list_parts(child, body, scope)
+
+    def _list_forms(self, alternative: EmailMessage, scope: _Scope) -> None:
+        """List the forms of a multipart/alternative that is not the body's, and read one: its
+        forms say the same thing (RFC 2046, 5.1.4), so reading each would score it twice. The one
+        read is the form a body would be (text/plain, else text/html: _body_part) when it has
+        text, else the last form that has text (the richest, RFC 2046 says); the others are
+        listed as not scored."""
+        preferred = _body_part(alternative)
+        read = []  # (form, the indexes of its entries in self.attachments that have text)
+        for form in alternative.iter_parts():
+            start = len(self.attachments)
+            if form.get_content_type() == "multipart/alternative":
+                self._list_forms(form, scope)
+            elif form.get_content_maintype() == "multipart":
+                self._list_parts(form, None, scope)
+            else:
+                self.attachment(form, scope)
+            scored = [i for i in range(start, len(self.attachments)) if self._has_text(i)]
+            if scored:
+                read.append((form, scored))
+        if not read:
+            return
+        kept, kept_scored = next((f for f in read if _holds(f[0], preferred)), read[-1])
+        name = self.attachments[kept_scored[0]][0].name
+        note = f"not scored: another form (multipart/alternative) of {name}, which is read"
+        for form, scored in read:
+            if form is not kept:
+                for i in scored:
+                    self.attachments[i] = (replace(self.attachments[i][0], scored=False, note=note), "")
+
+    def _has_text(self, index: int) -> bool:
+        attachment, text = self.attachments[index]
+        return attachment.scored and has_content(text)
 
 
 def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessage:
@@ -686,7 +755,7 @@ def _body_part(part: EmailMessage) -> EmailMessage | None:
     multipart/alternative (and inside multipart/related, both read by the standard library); in
     any other multipart (mixed, signed, report) the parts come in the sender's order (RFC 2046,
     5.1.3) and the first that holds a body is the body; the parts after it are attachments
-    (_other_parts), so a footer is read after it."""
+    (_Reader._list_parts), so a footer is read after it."""
     if part.is_attachment():
         return None
     maintype, subtype = part.get_content_maintype(), part.get_content_subtype()
@@ -697,23 +766,6 @@ def _body_part(part: EmailMessage) -> EmailMessage | None:
     if subtype in ("alternative", "related"):
         return part.get_body(preferencelist=BODY_PREFERENCE)
     return next((found for child in part.iter_parts() if (found := _body_part(child)) is not None), None)
-
-
-def _other_parts(part: EmailMessage, body: EmailMessage | None):
-    """The parts of a multipart that are not its body, at any depth, in order: what the
-    standard library's iter_attachments gives, except that it skips the first text part of the
-    top level whether or not it is the body, so a body inside a nested multipart (multipart/signed
-    around multipart/mixed; a list server's multipart/mixed around the sender's) was repeated as
-    an attachment and the top level's first text part (the list's footer) lost."""
-    for child in part.iter_parts():
-        if child is body:
-            continue
-        if child.get_content_maintype() == "multipart":
-            if child.get_content_subtype() in ("alternative", "related") and _holds(child, body):
-                continue  # the body's other forms (its HTML twin) and the images it shows inline
-            yield from _other_parts(child, body)
-        else:
-            yield child
 
 
 _ICAL_FIELDS = {

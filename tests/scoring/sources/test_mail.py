@@ -595,6 +595,54 @@ def test_an_ics_attachment_that_says_more_than_the_text_calendar_part_is_read():
     assert message.body.endswith("Description: Zero risk to your capital.")
 
 
+def test_a_bodiless_multipart_alternative_of_two_invitations_reads_only_the_last_form():
+    # given: one invitation in two forms (RFC 2046: the last is the richest), no text part
+    richer = INVITE.replace(b"END:VEVENT", b"LOCATION:Room 4\r\nEND:VEVENT")
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/alternative; boundary=a",
+        body=(
+            b"--a\nContent-Type: text/calendar; method=PUBLISH; name=publish.ics\n\n" + INVITE + b"--a\n"
+            b"Content-Type: text/calendar; method=REQUEST; name=request.ics\n\n" + richer + b"--a--\n"
+        ),
+    )
+
+    # when
+    message = parse_email(raw)
+
+    # then: its wording once, from the last form; the first listed, not read
+    assert message.body.count("Our bond pays 7%, guaranteed.") == 1
+    assert message.body.endswith("Location: Room 4")
+    first, last = message.attachments
+    assert (first["name"], first["scored"], last["name"], last["scored"]) == (
+        "publish.ics",
+        False,
+        "request.ics",
+        True,
+    )
+    assert first["note"] == "not scored: another form (multipart/alternative) of request.ics, which is read"
+
+
+def test_an_alternative_after_the_body_reads_its_text_plain_form_once():
+    # given: a text, then a second multipart/alternative whose two forms are text/plain (a client
+    # that labels both so) and text/plain again
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/mixed; boundary=m",
+        body=(
+            b"--m\nContent-Type: text/plain\n\nSee the note below.\n"
+            b"--m\nContent-Type: multipart/alternative; boundary=a\n\n"
+            b"--a\nContent-Type: text/plain; format=flowed\n\nZero risk to your capital.\n"
+            b"--a\nContent-Type: text/plain\n\nZero risk to your capital.\n--a--\n--m--\n"
+        ),
+    )
+
+    message = parse_email(raw)
+
+    assert message.body.count("Zero risk to your capital.") == 1
+    assert [(a["name"], a["scored"]) for a in message.attachments] == [("part-1", True), ("part-2", False)]
+
+
 def test_a_calendar_property_s_parameters_are_skipped_even_when_a_quoted_one_holds_a_colon():
     # given: parameters before the value (RFC 5545, 3.1), quoted ones holding ":" and ";"
     ical = (
