@@ -14,7 +14,8 @@ and re-parses it each time, which made parsing six times slower). What is kept:
   text under a wrong label) is read as written, and letters outside the alphabet inside real
   base64 are skipped, each with a note the reviewer sees;
 - attachments, each with its name, type and size; text attachments (text/plain, text/csv, a .txt
-  or .csv name) are read and scored as part of the message, so is the wording of a calendar
+  or .csv name; text/html converted to text, unless it repeats the body's text) are read and
+  scored as part of the message, so is the wording of a calendar
   invitation (text/calendar: its title, location, description and comment; an invitation sent
   alone has no other text, whether as text/calendar or as a multipart/alternative of text/calendar
   and its application/ics copy, which is listed and not read again; an application/ics attachment
@@ -278,13 +279,15 @@ def _describe(part: EmailMessage, index: int) -> str:
 @dataclass
 class _Scope:
     """Where the parts being listed are: the message holding them (an attached message is a scope
-    of its own), the prefix of their names, the Message-IDs around them, the nesting depth, and
-    how many parts have been listed (a part with no name is "part-N")."""
+    of its own), the prefix of their names, the Message-IDs around them, the nesting depth, the
+    text of its body as read (an HTML part that says the same is not read again), and how many
+    parts have been listed (a part with no name is "part-N")."""
 
     message: EmailMessage
     prefix: str
     ancestors: tuple[str, ...]
     depth: int
+    body_text: str = ""
     listed: int = 0
 
 
@@ -373,8 +376,10 @@ class _Reader:
             self.notes.append(f"{where}: {what} not base64 skipped while decoding it.")
         return b"".join(decoded)
 
-    def part_text(self, part: EmailMessage, where: str) -> str:
-        data = self.payload(part, where)
+    def part_text(self, part: EmailMessage, where: str, data: bytes | None = None) -> str:
+        """The text of a text part (its bytes: `data`, else its payload), HTML as text."""
+        if data is None:
+            data = self.payload(part, where)
         text, note = decode_text(data, part.get_content_charset(), where=where)
         if note:
             self.notes.append(note)
@@ -457,6 +462,15 @@ class _Reader:
             if note:
                 self.notes.append(note)
             self._add(Attachment(name, content_type, len(data), True, ""), wording)
+        elif content_type == "text/html":
+            text = self.part_text(part, f"the attachment {name!r}", data)
+            # An HTML part after a text/plain body in multipart/mixed (not multipart/alternative, as
+            # it should be) is that text's other form when it says the same, whitespace aside.
+            if _words(text) and _words(text) == _words(scope.body_text):
+                note = "not scored: the HTML form of the message's text, which is read"
+                self._add(Attachment(name, content_type, len(data), False, note), "")
+            else:
+                self._add(Attachment(name, content_type, len(data), True, ""), text)
         elif content_type in TEXT_ATTACHMENT_TYPES or lowered.endswith(TEXT_ATTACHMENT_SUFFIXES):
             text, note = decode_text(data, part.get_content_charset(), where=f"the attachment {name!r}")
             if note:
@@ -590,7 +604,7 @@ class _Reader:
         text = ""
         if body_part is not None:
             text = self.part_text(body_part, f"the {body_part.get_content_type()} body")
-        scope = _Scope(message, prefix, ancestors, depth)
+        scope = _Scope(message, prefix, ancestors, depth, body_text=text)
         if message.get_content_type() == "message/rfc822":  # the whole message is a forward
             self.attachment(message, scope)
             return text.strip(), False
@@ -799,6 +813,11 @@ def calendar_text(ical: str) -> str:
             value = _ICAL_ESCAPE.sub(lambda m: "\n" if m.group(1) in "nN" else m.group(1), value)
             lines.append(f"{label}: {value.strip()}")
     return "\n".join(lines)
+
+
+def _words(text: str) -> str:
+    """`text` with its runs of whitespace as one space: what two forms of one text share."""
+    return " ".join(text.split())
 
 
 def _leaves(part: EmailMessage):

@@ -286,6 +286,88 @@ def test_a_mailing_list_mail_with_plain_and_html_forms_still_reads_its_text_once
     assert message.headers["text_from"] == "text/plain"
 
 
+OFFER_HTML = (
+    b"<html><head><style>p { color: navy }</style></head><body>"
+    b"<h1>Income Plus</h1><p>Your returns are <b>guaranteed</b> at 8% a year.</p></body></html>\n"
+)
+
+
+@pytest.mark.parametrize(
+    "disposition",
+    [b'Content-Disposition: attachment; filename="offer.html"\n', b"Content-Disposition: inline\n", b""],
+    ids=["attachment", "inline", "none"],
+)
+def test_an_html_part_after_a_text_body_is_read_as_text_and_scored(disposition):
+    # given: a text/plain body, then an HTML page attached or shown inline after it
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/mixed; boundary=m",
+        body=(
+            b"--m\nContent-Type: text/plain\n\nPlease see the offer.\n"
+            b'--m\nContent-Type: text/html; charset=utf-8; name="offer.html"\n'
+            + disposition
+            + b"\n"
+            + OFFER_HTML
+            + b"--m--\n"
+        ),
+    )
+
+    # when
+    message = parse_email(raw)
+
+    # then: its text, not its markup, is scored as an attachment's
+    (offer,) = message.attachments
+    assert (offer["name"], offer["content_type"], offer["scored"]) == ("offer.html", "text/html", True)
+    assert message.body.startswith("Please see the offer.")
+    assert message.body[offer["start"] : offer["end"]].endswith(
+        "Income Plus\n\nYour returns are guaranteed at 8% a year."
+    )
+    assert "<" not in message.body and "color" not in message.body
+    assert message.headers["text_from"] == "text/plain"
+
+
+def test_an_html_part_that_repeats_the_text_body_in_multipart_mixed_is_listed_not_read_again():
+    # given: a mailer that puts the two forms of its text in multipart/mixed, not alternative
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/mixed; boundary=m",
+        body=(
+            b"--m\nContent-Type: text/plain\n\nYour returns are guaranteed.\nBest, Bob\n"
+            b"--m\nContent-Type: text/html\n\n<p>Your returns are guaranteed.<br>Best, Bob</p>\n--m--\n"
+        ),
+    )
+
+    message = parse_email(raw)
+
+    assert message.body == "Your returns are guaranteed.\nBest, Bob"
+    (html,) = message.attachments
+    assert (html["scored"], html["note"]) == (
+        False,
+        "not scored: the HTML form of the message's text, which is read",
+    )
+
+
+def test_the_html_form_of_an_alternative_after_the_body_is_listed_not_read():
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/mixed; boundary=m",
+        body=(
+            b"--m\nContent-Type: text/plain\n\nSee the note below.\n"
+            b"--m\nContent-Type: multipart/alternative; boundary=a\n\n"
+            b"--a\nContent-Type: text/plain\n\nZero risk to your capital.\n"
+            b"--a\nContent-Type: text/html\n\n<p>Zero risk to your <i>capital</i>.</p>\n--a--\n--m--\n"
+        ),
+    )
+
+    message = parse_email(raw)
+
+    assert message.body.count("Zero risk to your capital.") == 1
+    assert [(a["content_type"], a["scored"]) for a in message.attachments] == [
+        ("text/plain", True),
+        ("text/html", False),
+    ]
+
+
 def test_a_bounce_lists_its_delivery_status_as_one_part_and_reads_the_returned_message():
     # given: a DSN (multipart/report): the notice, message/delivery-status, the returned message
     raw = raw_mail(
