@@ -15,14 +15,15 @@ and re-parses it each time, which made parsing six times slower). What is kept:
   base64 are skipped, each with a note the reviewer sees;
 - attachments, each with its name, type and size; text attachments (text/plain, text/csv, a .txt
   or .csv name; text/html converted to text, unless it repeats the body's text) are read and
-  scored as part of the message, so is the wording of a calendar
-  invitation (text/calendar: its title, location, description and comment; an invitation sent
-  alone has no other text, whether as text/calendar or as a multipart/alternative of text/calendar
-  and its application/ics copy, which is listed and not read again; an application/ics attachment
-  is read so too unless a text/calendar part of the message says the same), so are the text files
-  inside a zip attachment and the text of an attached message (message/rfc822, a forward as
-  attachment); anything else is listed as not scored, with the reason. Of a multipart/alternative
-  that is not the body's, one form is read (_Reader._list_forms).
+  scored as part of the message, so is the wording of a calendar invitation (text/calendar: its
+  title, location, description and comment, and Outlook's HTML description when it says
+  something else; an invitation sent alone has no other text, whether as text/calendar or as a
+  multipart/alternative of text/calendar and its application/ics copy, which is listed and not
+  read again; an application/ics attachment is read so too unless a text/calendar part of the
+  message says the same), so are the text files inside a zip attachment and the text of an
+  attached message (message/rfc822, a forward as attachment); anything else is listed as not
+  scored, with the reason. Of a multipart/alternative that is not the body's, one form is read
+  (_Reader._list_forms).
 
 The message's `body` is its text followed by each scored attachment, under a line
 "[Attachment: name · type · size]"; `attachments` gives each one's [start, end) in the body
@@ -793,26 +794,46 @@ _ICAL_ESCAPE = re.compile(r"\\([\\;,nN])")
 # string, which may hold ":" and ";" (ALTREP="cid:part1@example.org"), so the value starts at the
 # first colon outside quotes. Each character has one reading (a quote opens or closes a string),
 # so a line that does not match fails in linear time.
-_ICAL_LINE = re.compile(r'\s*(?P<name>[A-Za-z0-9-]+)(?:;(?:[^";:]|"[^"]*")*)*:(?P<value>.*)')
+_ICAL_LINE = re.compile(r'\s*(?P<name>[A-Za-z0-9-]+)(?P<params>(?:;(?:[^";:]|"[^"]*")*)*):(?P<value>.*)')
+# Outlook's HTML form of a description (X-ALT-DESC;FMTTYPE=text/html:<html>...); it usually
+# repeats the DESCRIPTION, and is read only when it says something else (calendar_text).
+_ICAL_ALT_DESCRIPTION = "X-ALT-DESC"
+_ICAL_HTML = re.compile(r'(?i);FMTTYPE="?text/html"?(?:;|$)')
 
 
 def calendar_text(ical: str) -> str:
     """What a calendar invitation (iCalendar, RFC 5545) says in words: each event's title,
     location, description and comment, unfolded and unescaped, without the properties'
-    parameters (_ICAL_LINE); its codes and times left out."""
+    parameters (_ICAL_LINE); its codes and times left out. Outlook's HTML description
+    (X-ALT-DESC, converted to text) is read as "Description (HTML)" only when its text is not
+    that of a DESCRIPTION of the invitation, whitespace aside: usually it repeats it."""
     unfolded = re.sub(r"\r?\n[ \t]", "", ical)
-    lines = []
+    found = []  # (label, value, whether it is an HTML description)
     for line in unfolded.splitlines():
         parsed = _ICAL_LINE.match(line)
         if parsed:
-            name, value = parsed["name"], parsed["value"]
+            name, params, value = parsed["name"], parsed["params"], parsed["value"]
         else:  # against the grammar (a quote never closed): cut at the first colon, not dropped
             name, _, value = line.partition(":")
-        label = _ICAL_FIELDS.get(name.split(";", 1)[0].strip().upper())
-        if label and value.strip():
-            value = _ICAL_ESCAPE.sub(lambda m: "\n" if m.group(1) in "nN" else m.group(1), value)
-            lines.append(f"{label}: {value.strip()}")
-    return "\n".join(lines)
+            name, _, params = name.partition(";")
+            params = f";{params}"
+        name = name.strip().upper()
+        label = _ICAL_FIELDS.get(name)
+        if not (label or name == _ICAL_ALT_DESCRIPTION) or not value.strip():
+            continue
+        value = _ICAL_ESCAPE.sub(lambda m: "\n" if m.group(1) in "nN" else m.group(1), value)
+        if label:
+            found.append((label, value.strip(), False))
+        else:
+            found.append(
+                ("Description (HTML)", html_to_text(value) if _ICAL_HTML.search(params) else value, True)
+            )
+    descriptions = {_words(value) for label, value, _ in found if label == "Description"}
+    return "\n".join(
+        f"{label}: {value.strip()}"
+        for label, value, alternative in found
+        if not alternative or (_words(value) and _words(value) not in descriptions)
+    )
 
 
 def _words(text: str) -> str:

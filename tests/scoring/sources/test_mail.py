@@ -752,6 +752,56 @@ def test_a_calendar_line_whose_quote_never_closes_is_still_read_from_its_first_c
     assert text == "Description: part1@example.org:Your capital is safe"
 
 
+def outlook_event(description: str, html: str) -> str:
+    """An Outlook invitation's event: DESCRIPTION, then X-ALT-DESC holding `html` in Exchange's
+    HTML page, escaped and folded as Outlook writes it."""
+    page = (
+        '<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 3.2//EN">\\n<HTML>\\n<HEAD>\\n<META NAME="Generator" '
+        'CONTENT="MS Exchange Server version 16.0.17328.20000">\\n<TITLE></TITLE>\\n</HEAD>\\n<BODY>\\n'
+        "<!-- Converted from text/rtf format -->\\n\\n" + html + "\\n\\n</BODY>\\n</HTML>"
+    )
+    folded = "\r\n ".join(page[i : i + 70] for i in range(0, len(page), 70))
+    return (
+        "BEGIN:VEVENT\r\nSUMMARY;LANGUAGE=en-GB:Income seminar\r\n"
+        + (f"DESCRIPTION;LANGUAGE=en-GB:{description}\r\n" if description else "")
+        + f"X-ALT-DESC;FMTTYPE=text/html:{folded}\r\nEND:VEVENT\r\n"
+    )
+
+
+def test_outlook_s_html_description_is_read_when_it_says_more_than_the_plain_one():
+    # given: the plain DESCRIPTION says one thing, the HTML one (X-ALT-DESC) another
+    ical = outlook_event(
+        "Please join us.\\n",
+        '<P DIR=LTR><SPAN LANG="en-gb"><FONT FACE="Calibri">Please join us. Returns are <B>guaranteed'
+        "</B> at 8%\\, zero risk.</FONT></SPAN></P>",
+    )
+
+    text = calendar_text(ical)
+
+    assert text == (
+        "Title: Income seminar\nDescription: Please join us.\n"
+        "Description (HTML): Please join us. Returns are guaranteed at 8%, zero risk."
+    )
+
+
+def test_outlook_s_html_description_that_repeats_the_plain_one_is_not_read_again():
+    ical = outlook_event(
+        "Our bond pays 7%\\, guaranteed.\\nSee you there.\\n",
+        '<P DIR=LTR><FONT FACE="Calibri">Our bond pays 7%\\, <B>guaranteed</B>.</FONT></P>\\n'
+        '<P DIR=LTR><FONT FACE="Calibri">See you there.</FONT></P>',
+    )
+
+    text = calendar_text(ical)
+
+    assert text == "Title: Income seminar\nDescription: Our bond pays 7%, guaranteed.\nSee you there."
+
+
+def test_outlook_s_html_description_without_a_plain_one_is_read():
+    text = calendar_text(outlook_event("", "<P>Your capital is <I>bulletproof</I>.</P>"))
+
+    assert text == "Title: Income seminar\nDescription (HTML): Your capital is bulletproof."
+
+
 @pytest.mark.parametrize(
     "headers, body",
     [
