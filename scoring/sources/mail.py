@@ -7,23 +7,25 @@ and re-parses it each time, which made parsing six times slower). What is kept:
 - From, To, Cc, Subject, Date, Message-ID, In-Reply-To and References;
 - the text: the body part (_body_part): multipart/alternative gives its text/plain and an
   HTML-only mail its HTML converted to text (scoring.sources.html), also when a list server wraps
-  it in multipart/mixed before its text/plain footer; quoted-printable and base64
-  decoded, charsets as scoring.sources.charsets says. Base64 the standard library cannot decode
-  is never shown or scored as its letters without a word: one letter too many at the end (six
-  bits, less than a byte) is dropped, a part declared base64 that is not base64 at all (plain
-  text under a wrong label) is read as written, and letters outside the alphabet inside real
-  base64 are skipped, each with a note the reviewer sees;
+  it in multipart/mixed before its text/plain footer; a text/enriched or text/richtext body is read
+  without its formatting (scoring.sources.enriched), a text/markdown one as written
+  (BODY_SUBTYPES); quoted-printable and base64 decoded, charsets as scoring.sources.charsets
+  says. Base64 the standard library cannot decode is never shown or scored as its letters without
+  a word: one letter too many at the end (six bits, less than a byte) is dropped, a part declared
+  base64 that is not base64 at all (plain text under a wrong label) is read as written, and
+  letters outside the alphabet inside real base64 are skipped, each with a note the reviewer sees;
 - attachments, each with its name, type and size; text attachments (text/plain, text/csv, a .txt
-  or .csv name; text/html converted to text, unless it repeats the body's text) are read and
-  scored as part of the message, so is the wording of a calendar invitation (text/calendar: its
-  title, location, description and comment, and Outlook's HTML description when it says
-  something else; an invitation sent alone has no other text, whether as text/calendar or as a
-  multipart/alternative of text/calendar and its application/ics copy, which is listed and not
-  read again; an application/ics attachment is read so too unless a text/calendar part of the
-  message says the same), so are the text files inside a zip attachment and the text of an
-  attached message (message/rfc822, a forward as attachment); anything else is listed as not
-  scored, with the reason. Of a multipart/alternative that is not the body's, one form is read
-  (_Reader._list_forms).
+  or .csv name, any other text/* but those of UNREAD_TEXT_TYPES, RTF among them; text/html,
+  text/enriched and text/richtext without their formatting, unless they repeat the body's text,
+  whitespace aside) are read and scored as part of the message, so is the wording of a calendar
+  invitation (text/calendar: its title, location, description and comment, and Outlook's HTML
+  description when it says something else; an invitation sent alone has no other text, whether
+  as text/calendar or as a multipart/alternative of text/calendar and its application/ics copy,
+  which is listed and not read again; an application/ics attachment is read so too unless a
+  text/calendar part of the message says the same), so are the text files inside a zip
+  attachment and the text of an attached message (message/rfc822, a forward as attachment);
+  anything else is listed as not scored, with the reason. Of a multipart/alternative that is not
+  the body's, one form is read (_Reader._list_forms).
 
 The message's `body` is its text followed by each scored attachment, under a line
 "[Attachment: name · type · size]"; `attachments` gives each one's [start, end) in the body
@@ -67,6 +69,7 @@ from email.utils import getaddresses
 from functools import lru_cache
 
 from scoring.sources.charsets import decode_text
+from scoring.sources.enriched import enriched_to_text
 from scoring.sources.errors import SourceError
 from scoring.sources.html import html_to_text
 from scoring.sources.types import Attachment, SourceMessage
@@ -100,9 +103,21 @@ class _CachingRegistry(HeaderRegistry):
 
 POLICY = policy.default.clone(header_factory=_CachingRegistry())
 TEXT_ATTACHMENT_TYPES = frozenset({"text/plain", "text/csv"})
-# A calendar invitation (RFC 5545), read for its wording (calendar_text); so is an
-# application/octet-stream part named .ics.
-CALENDAR_TYPES = frozenset({"text/calendar", "application/ics"})
+# A calendar invitation (RFC 5545; text/x-vcalendar, vCalendar 1.0, names its words alike), read
+# for its wording (calendar_text); so is an application/octet-stream part named .ics.
+CALENDAR_TYPES = frozenset({"text/calendar", "application/ics", "text/x-vcalendar"})
+# Text with formatting, read without it (part_text): HTML, and text/enriched (RFC 1896) and
+# text/richtext (RFC 1341), the formatted mail of before HTML.
+FORMATTED_TYPES = frozenset({"text/html", "text/enriched", "text/richtext"})
+# The text/* types that are not read as text: markup that needs its own reader, which the product
+# does not have (RTF: read as written, its text would be lost among control words and \'e9
+# escapes), and a returned message's header block (a bounce's; no text of the sender's but the
+# subject, which is never scored). Any other text/* part (text/markdown, text/xml, text/vcard,
+# text/x-log...) is read as it is written.
+UNREAD_TEXT_TYPES = {
+    "text/rtf": "not scored: RTF markup (text/rtf), which is not read: there is no RTF reader",
+    "text/rfc822-headers": "not scored: the header block of a returned message",
+}
 TEXT_ATTACHMENT_SUFFIXES = (".txt", ".csv")
 # A body only the recipient's key opens (S/MIME enveloped or opaque-signed, PGP/MIME encrypted).
 SEALED_TYPES = frozenset(
@@ -378,14 +393,18 @@ class _Reader:
         return b"".join(decoded)
 
     def part_text(self, part: EmailMessage, where: str, data: bytes | None = None) -> str:
-        """The text of a text part (its bytes: `data`, else its payload), HTML as text."""
+        """The text of a text part (its bytes: `data`, else its payload), without the formatting
+        of HTML, text/enriched or text/richtext."""
         if data is None:
             data = self.payload(part, where)
         text, note = decode_text(data, part.get_content_charset(), where=where)
         if note:
             self.notes.append(note)
-        if part.get_content_type() == "text/html":
+        content_type = part.get_content_type()
+        if content_type == "text/html":
             text = html_to_text(text)
+        elif content_type in ("text/enriched", "text/richtext"):
+            text = enriched_to_text(text, richtext=content_type == "text/richtext")
         text = _without_nul(text.replace("\r\n", "\n").replace("\r", "\n"))
         unarmoured = _without_clearsign_armour(text)
         if unarmoured != text:
@@ -463,16 +482,21 @@ class _Reader:
             if note:
                 self.notes.append(note)
             self._add(Attachment(name, content_type, len(data), True, ""), wording)
-        elif content_type == "text/html":
+        elif content_type in FORMATTED_TYPES:
             text = self.part_text(part, f"the attachment {name!r}", data)
             # An HTML part after a text/plain body in multipart/mixed (not multipart/alternative, as
             # it should be) is that text's other form when it says the same, whitespace aside.
             if _words(text) and _words(text) == _words(scope.body_text):
-                note = "not scored: the HTML form of the message's text, which is read"
+                form = "HTML" if content_type == "text/html" else content_type
+                note = f"not scored: the {form} form of the message's text, which is read"
                 self._add(Attachment(name, content_type, len(data), False, note), "")
             else:
                 self._add(Attachment(name, content_type, len(data), True, ""), text)
-        elif content_type in TEXT_ATTACHMENT_TYPES or lowered.endswith(TEXT_ATTACHMENT_SUFFIXES):
+        elif (
+            content_type in TEXT_ATTACHMENT_TYPES
+            or lowered.endswith(TEXT_ATTACHMENT_SUFFIXES)
+            or (part.get_content_maintype() == "text" and content_type not in UNREAD_TEXT_TYPES)
+        ):
             text, note = decode_text(data, part.get_content_charset(), where=f"the attachment {name!r}")
             if note:
                 self.notes.append(note)
@@ -480,10 +504,8 @@ class _Reader:
         elif content_type in ARCHIVE_TYPES or lowered.endswith(".zip"):
             self._archive(name, content_type, data)
         else:
-            self._add(
-                Attachment(name, content_type, len(data), False, f"not scored: {content_type} is not text"),
-                "",
-            )
+            note = UNREAD_TEXT_TYPES.get(content_type, f"not scored: {content_type} is not text")
+            self._add(Attachment(name, content_type, len(data), False, note), "")
 
     def _add(self, attachment: Attachment, text: str) -> None:
         named = replace(attachment, name=_without_nul(attachment.name))
@@ -716,8 +738,8 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
             )
         raise SourceError(
             "no_text_part",
-            "the message has no text to read: no text/plain or text/html part with text in it and no "
-            f"text attachment (its parts: {', '.join(kinds) or 'none'}).",
+            "the message has no text to read: no text part (text/plain, text/html or another) with text "
+            f"in it and no text attachment (its parts: {', '.join(kinds) or 'none'}).",
         )
     body, attachments = _layout(text, reader.attachments)
     references = _ids(_header(message, "References"))
@@ -735,9 +757,7 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
         "message_id": message_id,
         "in_reply_to": in_reply_to,
         "references": list(references),
-        "text_from": "text/plain"
-        if had_body and _body_type(message) == "text/plain"
-        else ("text/html" if had_body else ""),
+        "text_from": _body_type(message) if had_body else "",
     }
     if reader.notes:
         headers["notes"] = reader.notes
@@ -760,6 +780,10 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
 
 
 BODY_PREFERENCE = ("plain", "html")
+# The text/* subtypes that are a mail's text, and so may be its body: those of BODY_PREFERENCE,
+# text/enriched and text/richtext (FORMATTED_TYPES) and Markdown. Any other text part (text/csv,
+# text/calendar, text/xml...) is a file sent with the text, read as an attachment.
+BODY_SUBTYPES = frozenset({*BODY_PREFERENCE, "enriched", "richtext", "markdown", "x-markdown"})
 
 
 def _body_part(part: EmailMessage) -> EmailMessage | None:
@@ -775,7 +799,7 @@ def _body_part(part: EmailMessage) -> EmailMessage | None:
         return None
     maintype, subtype = part.get_content_maintype(), part.get_content_subtype()
     if maintype == "text":
-        return part if subtype in BODY_PREFERENCE else None
+        return part if subtype in BODY_SUBTYPES else None
     if maintype != "multipart":
         return None
     if subtype in ("alternative", "related"):

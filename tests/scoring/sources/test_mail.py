@@ -395,6 +395,61 @@ def test_a_bounce_lists_its_delivery_status_as_one_part_and_reads_the_returned_m
     assert message.body.endswith("Guaranteed returns.")
 
 
+ENRICHED = (
+    b"<bold>Hi Ann,</bold>\n\nOur <italic>Income Plus</italic> fund\npays 8% a year,\n"
+    b"<color><param>red</param>guaranteed</color>. <<No small print>\n\n"
+    b"<excerpt>Is my capital safe?</excerpt>\n"
+)
+
+
+def test_a_text_enriched_mail_is_read_without_its_formatting_not_refused():
+    # given: a mail whose only part is text/enriched (RFC 1896), quoting the question it answers
+    raw = raw_mail("MIME-Version: 1.0", "Content-Type: text/enriched; charset=us-ascii", body=ENRICHED)
+
+    # when
+    message = parse_email(raw)
+
+    # then: its words, without commands or parameters; the excerpt as quoted lines
+    assert message.body == (
+        "Hi Ann,\nOur Income Plus fund pays 8% a year, guaranteed. <No small print>\n> Is my capital safe?"
+    )
+    assert message.headers["text_from"] == "text/enriched"
+    assert message.attachments == []
+    assert kinds(message.body) == ["body", "quoted"]
+
+
+@pytest.mark.parametrize("content_type", ["text/x-markdown", "text/markdown", "text/xml", "text/vcard"])
+def test_a_mail_whose_only_part_is_another_text_type_is_read_as_written(content_type):
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        f"Content-Type: {content_type}; charset=utf-8",
+        body=b"**Income Plus**: returns are *guaranteed*.\n",
+    )
+
+    message = parse_email(raw)
+
+    assert "**Income Plus**: returns are *guaranteed*." in message.body
+
+
+def test_an_rtf_part_is_listed_as_not_read_and_alone_is_refused_naming_it():
+    rtf = b"{\\rtf1\\ansi{\\fonttbl\\f0 Calibri;}\\f0 Returns are \\b guaranteed\\b0.\\par}\n"
+    with_text = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/mixed; boundary=m",
+        body=(
+            b"--m\nContent-Type: text/plain\n\nSee the terms.\n"
+            b"--m\nContent-Type: text/rtf; name=terms.rtf\n\n" + rtf + b"--m--\n"
+        ),
+    )
+
+    (terms,) = parse_email(with_text).attachments
+    error = refused(raw_mail("Content-Type: text/rtf", body=rtf))
+
+    assert (terms["name"], terms["scored"]) == ("terms.rtf", False)
+    assert "RTF" in terms["note"]
+    assert error.code == "no_text_part" and "text/rtf" in error.message
+
+
 # --- bad input ----------------------------------------------------------------------------------
 
 
