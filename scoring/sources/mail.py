@@ -19,11 +19,11 @@ and re-parses it each time, which made parsing six times slower). What is kept:
   text/enriched and text/richtext without their formatting, unless they repeat the body's text,
   whitespace aside) are read and scored as part of the message, so is the wording of a calendar
   invitation (text/calendar: its title, location, description and comment, and Outlook's HTML
-  description when it says something else; an invitation sent alone has no other text, whether
-  as text/calendar or as a multipart/alternative of text/calendar and its application/ics copy,
-  which is listed and not read again; an application/ics attachment is read so too unless a
-  text/calendar part of the message says the same), so are the text files inside a zip
-  attachment and the text of an attached message (message/rfc822, a forward as attachment);
+  description when it says something else: scoring.sources.ical; an invitation sent alone has no
+  other text, whether as text/calendar or as a multipart/alternative of text/calendar and its
+  application/ics copy, which is listed and not read again; an application/ics attachment is read
+  so too unless a text/calendar part of the message says the same), so are the text files inside
+  a zip attachment and the text of an attached message (message/rfc822, a forward as attachment);
   anything else is listed as not scored, with the reason. Of a multipart/alternative that is not
   the body's, one form is read (_Reader._list_forms).
 
@@ -72,7 +72,9 @@ from scoring.sources.charsets import decode_text
 from scoring.sources.enriched import enriched_to_text
 from scoring.sources.errors import SourceError
 from scoring.sources.html import html_to_text
+from scoring.sources.ical import calendar_text
 from scoring.sources.types import Attachment, SourceMessage
+from scoring.sources.wording import words
 from scoring.text import has_content
 
 
@@ -486,7 +488,7 @@ class _Reader:
             text = self.part_text(part, f"the attachment {name!r}", data)
             # An HTML part after a text/plain body in multipart/mixed (not multipart/alternative, as
             # it should be) is that text's other form when it says the same, whitespace aside.
-            if _words(text) and _words(text) == _words(scope.body_text):
+            if words(text) and words(text) == words(scope.body_text):
                 form = "HTML" if content_type == "text/html" else content_type
                 note = f"not scored: the {form} form of the message's text, which is read"
                 self._add(Attachment(name, content_type, len(data), False, note), "")
@@ -805,64 +807,6 @@ def _body_part(part: EmailMessage) -> EmailMessage | None:
     if subtype in ("alternative", "related"):
         return part.get_body(preferencelist=BODY_PREFERENCE)
     return next((found for child in part.iter_parts() if (found := _body_part(child)) is not None), None)
-
-
-_ICAL_FIELDS = {
-    "SUMMARY": "Title",
-    "LOCATION": "Location",
-    "DESCRIPTION": "Description",
-    "COMMENT": "Comment",
-}
-_ICAL_ESCAPE = re.compile(r"\\([\\;,nN])")
-# RFC 5545, 3.1: contentline = name *(";" param) ":" value. A parameter's value may be a quoted
-# string, which may hold ":" and ";" (ALTREP="cid:part1@example.org"), so the value starts at the
-# first colon outside quotes. Each character has one reading (a quote opens or closes a string),
-# so a line that does not match fails in linear time.
-_ICAL_LINE = re.compile(r'\s*(?P<name>[A-Za-z0-9-]+)(?P<params>(?:;(?:[^";:]|"[^"]*")*)*):(?P<value>.*)')
-# Outlook's HTML form of a description (X-ALT-DESC;FMTTYPE=text/html:<html>...); it usually
-# repeats the DESCRIPTION, and is read only when it says something else (calendar_text).
-_ICAL_ALT_DESCRIPTION = "X-ALT-DESC"
-_ICAL_HTML = re.compile(r'(?i);FMTTYPE="?text/html"?(?:;|$)')
-
-
-def calendar_text(ical: str) -> str:
-    """What a calendar invitation (iCalendar, RFC 5545) says in words: each event's title,
-    location, description and comment, unfolded and unescaped, without the properties'
-    parameters (_ICAL_LINE); its codes and times left out. Outlook's HTML description
-    (X-ALT-DESC, converted to text) is read as "Description (HTML)" only when its text is not
-    that of a DESCRIPTION of the invitation, whitespace aside: usually it repeats it."""
-    unfolded = re.sub(r"\r?\n[ \t]", "", ical)
-    found = []  # (label, value, whether it is an HTML description)
-    for line in unfolded.splitlines():
-        parsed = _ICAL_LINE.match(line)
-        if parsed:
-            name, params, value = parsed["name"], parsed["params"], parsed["value"]
-        else:  # against the grammar (a quote never closed): cut at the first colon, not dropped
-            name, _, value = line.partition(":")
-            name, _, params = name.partition(";")
-            params = f";{params}"
-        name = name.strip().upper()
-        label = _ICAL_FIELDS.get(name)
-        if not (label or name == _ICAL_ALT_DESCRIPTION) or not value.strip():
-            continue
-        value = _ICAL_ESCAPE.sub(lambda m: "\n" if m.group(1) in "nN" else m.group(1), value)
-        if label:
-            found.append((label, value.strip(), False))
-        else:
-            found.append(
-                ("Description (HTML)", html_to_text(value) if _ICAL_HTML.search(params) else value, True)
-            )
-    descriptions = {_words(value) for label, value, _ in found if label == "Description"}
-    return "\n".join(
-        f"{label}: {value.strip()}"
-        for label, value, alternative in found
-        if not alternative or (_words(value) and _words(value) not in descriptions)
-    )
-
-
-def _words(text: str) -> str:
-    """`text` with its runs of whitespace as one space: what two forms of one text share."""
-    return " ".join(text.split())
 
 
 def _leaves(part: EmailMessage):
