@@ -12,7 +12,10 @@ What mail really carries, and what is done with it (each repair is reported as a
 - a label Python does not know: ASCII or valid UTF-8 bytes are read as such; anything else is
   refused (`unknown_charset`): guessing would show the reviewer text that was never sent;
 - a label the bytes contradict (a strict decode fails, e.g. "utf-8" on Latin-1 bytes) is refused
-  (`charset_mismatch`), naming the first bad byte and its offset."""
+  (`charset_mismatch`), naming the first bad byte and its offset.
+
+"Refused" is this part's: the mail reader refuses the message when the part is its body, and
+lists an attachment so refused as not scored, with the reason (scoring.sources.mail)."""
 
 from __future__ import annotations
 

@@ -41,7 +41,9 @@ never starts or never closes), bytes with no header at all (not_an_email), no te
 by the scorer's rule, scoring.text.has_content; encrypted when the only body is S/MIME or PGP
 sealed), an attachment over the size limit
 (attachment_too_large), a zip attachment that would expand past the limits (archive_bomb), a
-charset that cannot be read (unknown_charset, charset_mismatch).
+charset that cannot be read (unknown_charset, charset_mismatch) in the body, or in an attachment
+when the message has no other text; an attachment's alone is listed as not scored, with the reason
+(CHARSET_ERRORS).
 
 NUL characters (U+0000) are removed from everything read: the text, the attachments' text and
 names, the headers kept. In a decoded mail part a NUL is not the sender's text but a trace of
@@ -67,6 +69,7 @@ from email.message import EmailMessage
 from email.parser import BytesParser
 from email.utils import getaddresses
 from functools import lru_cache
+from typing import NamedTuple
 
 from scoring.sources.charsets import decode_text
 from scoring.sources.enriched import enriched_to_text
@@ -121,6 +124,10 @@ UNREAD_TEXT_TYPES = {
     "text/rfc822-headers": "not scored: the header block of a returned message",
 }
 TEXT_ATTACHMENT_SUFFIXES = (".txt", ".csv")
+# A charset that cannot be read (scoring.sources.charsets) refuses the message when it is its
+# body's (README, "Bad input"); an attachment's, or an attached message's text's, is listed as
+# not scored with the reason, and the rest of the message is read.
+CHARSET_ERRORS = frozenset({"unknown_charset", "charset_mismatch"})
 # A body only the recipient's key opens (S/MIME enveloped or opaque-signed, PGP/MIME encrypted).
 SEALED_TYPES = frozenset(
     {"application/pkcs7-mime", "application/x-pkcs7-mime", "multipart/encrypted", "application/pgp-encrypted"}
@@ -309,6 +316,15 @@ class _Scope:
     listed: int = 0
 
 
+class _Body(NamedTuple):
+    """What body_and_attachments read of a message's body: its text, whether it has a body part,
+    and why that part was not read ("" when it was)."""
+
+    text: str
+    had_body: bool
+    unread: str
+
+
 class _Reader:
     """State of reading one message: the limits, the parts counted, notes, attachments."""
 
@@ -317,6 +333,9 @@ class _Reader:
         self.notes: list[str] = []
         self.attachments: list[tuple[Attachment, str]] = []  # (attachment, its text or "")
         self.parts = 0
+        # The charset errors of the parts left unread (CHARSET_ERRORS): a message with no other
+        # text is refused with the first, as a message whose body it is.
+        self.unreadable: list[SourceError] = []
         self._calendars: dict[int, frozenset[str]] = {}  # _calendar_wordings, by id of the message
 
     # --- structure ------------------------------------------------------------------------
@@ -461,6 +480,19 @@ class _Reader:
                 f"the attachment {name!r} is {_size(len(data))}; the limit is "
                 f"{_size(self.limits.max_attachment_bytes)}.",
             )
+        try:
+            self._read(part, name, content_type, data, calendar, scope)
+        except SourceError as error:
+            if error.code not in CHARSET_ERRORS:
+                raise
+            # Not the body: the rest of the message is read, this part listed with the reason.
+            self.unreadable.append(error)
+            self._add(Attachment(name, content_type, len(data), False, f"not scored: {error.message}"), "")
+
+    def _read(
+        self, part: EmailMessage, name: str, content_type: str, data: bytes, calendar: bool, scope: _Scope
+    ) -> None:
+        """Read `part`, an attachment named `name` whose bytes are `data` (attachment)."""
         lowered = name.lower()
         if calendar:
             text, note = decode_text(data, part.get_content_charset(), where=f"the invitation {name!r}")
@@ -522,7 +554,8 @@ class _Reader:
             return
         own_id = "".join(_ids(_header(inner, "Message-ID")))
         chain = (*ancestors, own_id) if own_id else ancestors
-        text, _ = self.body_and_attachments(inner, chain, depth + 1, prefix=f"{name}/")
+        body = self.body_and_attachments(inner, chain, depth + 1, prefix=f"{name}/")
+        text = body.text
         header = "\n".join(
             f"{label}: {value}"
             for label, value in (
@@ -539,7 +572,11 @@ class _Reader:
                 "message/rfc822",
                 size,
                 has_content(text),
-                "" if has_content(text) else "not scored: no text",
+                ""
+                if has_content(text)
+                else f"not scored: its text cannot be read: {body.unread}"
+                if body.unread
+                else "not scored: no text",
             ),
             f"{header}\n\n{text}".strip(),
         )
@@ -622,21 +659,29 @@ class _Reader:
 
     def body_and_attachments(
         self, message: EmailMessage, ancestors: tuple[str, ...], depth: int, prefix: str = ""
-    ) -> tuple[str, bool]:
-        """(text of the message's body part, whether it had one); its attachments (every part
-        that is not the body nor one of its other forms: _list_parts) go to self.attachments."""
+    ) -> _Body:
+        """The text of the message's body part (_Body); its attachments (every part that is not
+        the body nor one of its other forms: _list_parts) go to self.attachments. The body of an
+        attached message (depth > 0) whose charset cannot be read is left unread, with the reason:
+        it is an attachment's text; the message's own is refused (CHARSET_ERRORS)."""
         body_part = _body_part(message)
-        text = ""
+        text, unread = "", ""
         if body_part is not None:
-            text = self.part_text(body_part, f"the {body_part.get_content_type()} body")
+            try:
+                text = self.part_text(body_part, f"the {body_part.get_content_type()} body")
+            except SourceError as error:
+                if depth == 0 or error.code not in CHARSET_ERRORS:
+                    raise
+                self.unreadable.append(error)
+                unread = error.message
         scope = _Scope(message, prefix, ancestors, depth, body_text=text)
         if message.get_content_type() == "message/rfc822":  # the whole message is a forward
             self.attachment(message, scope)
-            return text.strip(), False
+            return _Body(text.strip(), False, unread)
         if not message.is_multipart():
             if body_part is None:  # a lone part that is not a body (Content-Disposition: attachment)
                 self.attachment(message, scope)
-            return text.strip(), body_part is not None
+            return _Body(text.strip(), body_part is not None, unread)
         if message.get_content_subtype() != "alternative":
             self._list_parts(message, body_part, scope)
         elif body_part is None:
@@ -644,7 +689,7 @@ class _Reader:
             # text/plain or text/html form (an invitation sent alone: text/calendar and its
             # application/ics copy) has one of its forms read as an attachment (_list_forms).
             self._list_forms(message, scope)
-        return text.strip(), body_part is not None
+        return _Body(text.strip(), body_part is not None, unread)
 
     def _list_parts(self, multipart: EmailMessage, body: EmailMessage | None, scope: _Scope) -> None:
         """List the parts of `multipart` that are not its body nor one of the body's other forms,
@@ -722,7 +767,7 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
     message_id = "".join(_ids(_header(message, "Message-ID"))[:1])
     try:
         reader.check_structure(message, (message_id,) if message_id else (), 0)
-        text, had_body = reader.body_and_attachments(message, (message_id,) if message_id else (), 0)
+        text, had_body, _ = reader.body_and_attachments(message, (message_id,) if message_id else (), 0)
     except RecursionError:
         raise SourceError("nested_too_deep", "the MIME structure is nested too deep to read.") from None
     except (LookupError, AssertionError, KeyError, ValueError) as exc:
@@ -738,6 +783,8 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
                 "S/MIME signature): its text cannot be read without the recipient's key. Import the "
                 "copy your mail gateway or journal keeps decrypted.",
             )
+        if reader.unreadable:
+            raise reader.unreadable[0]
         raise SourceError(
             "no_text_part",
             "the message has no text to read: no text part (text/plain, text/html or another) with text "

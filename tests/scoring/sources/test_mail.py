@@ -490,6 +490,112 @@ def test_a_lying_charset_is_refused_naming_the_bad_byte():
     assert error.code == "charset_mismatch" and "0xE9" in error.message
 
 
+def attached_with_charset(content_type: str, name: str, charset: str, data: bytes) -> bytes:
+    """A text/plain body, then `data` attached as `content_type` declaring `charset`."""
+    return raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/mixed; boundary=m",
+        body=(
+            b"--m\nContent-Type: text/plain; charset=us-ascii\n\nPlease see the attached.\n--m\n"
+            + f'Content-Type: {content_type}; charset={charset}; name="{name}"\n'.encode()
+            + f'Content-Disposition: attachment; filename="{name}"\n\n'.encode()
+            + data
+            + b"\n--m--\n"
+        ),
+    )
+
+
+LATIN_1_TEXTS = {
+    "text/plain": "Capital garanti, zéro risque.",
+    "text/html": "<p>Capital garanti, <b>zéro</b> risque.</p>",
+    "text/x-log": "zéro risque",
+    "text/calendar": "BEGIN:VEVENT\r\nSUMMARY:Séminaire\r\nDESCRIPTION:Zéro risque.\r\nEND:VEVENT\r\n",
+    "application/ics": "BEGIN:VEVENT\r\nSUMMARY:Séminaire\r\nDESCRIPTION:Zéro risque.\r\nEND:VEVENT\r\n",
+}
+
+
+@pytest.mark.parametrize(
+    "charset, why",
+    [
+        ("x-klingon", "declares the charset 'x-klingon', which this server does not know"),
+        ("utf-8", "byte 0xE9 at offset"),
+    ],
+    ids=["unknown", "lying"],
+)
+@pytest.mark.parametrize("content_type", sorted(LATIN_1_TEXTS))
+def test_an_attachment_whose_charset_cannot_be_read_is_listed_as_not_scored_and_the_message_imports(
+    content_type, charset, why
+):
+    # given: Latin-1 bytes attached under a charset this server does not know, or under utf-8
+    name = {"text/html": "offer.html", "text/x-log": "run.log"}.get(content_type, "terms.txt")
+    if content_type in ("text/calendar", "application/ics"):
+        name = "invite.ics"
+    raw = attached_with_charset(content_type, name, charset, LATIN_1_TEXTS[content_type].encode("latin-1"))
+
+    # when
+    message = parse_email(raw)
+
+    # then: the text is read and the attachment listed, not scored, saying why
+    assert message.body == "Please see the attached."
+    (attachment,) = message.attachments
+    assert (attachment["name"], attachment["scored"]) == (name, False)
+    assert attachment["note"].startswith("not scored: the ")
+    assert f"{name!r} declares the charset" in attachment["note"] and why in attachment["note"]
+
+
+def test_an_attached_message_whose_text_s_charset_cannot_be_read_is_listed_as_not_scored():
+    # given: a forward as attachment whose text declares a charset this server does not know
+    inner = (
+        b"From: Ann <ann@client.example>\nMessage-ID: <inner@client.example>\nSubject: Offer\n"
+        b"Content-Type: text/plain; charset=x-klingon\n\n" + "Zéro risque.".encode("latin-1")
+    )
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/mixed; boundary=m",
+        body=(
+            b"--m\nContent-Type: text/plain\n\nFYI, see below.\n--m\nContent-Type: message/rfc822\n\n"
+            + inner
+            + b"\n--m--\n"
+        ),
+    )
+
+    # when
+    message = parse_email(raw)
+
+    # then
+    assert message.body == "FYI, see below."
+    (forward,) = message.attachments
+    assert (forward["name"], forward["scored"]) == ("Offer.eml", False)
+    assert forward["note"].startswith("not scored: its text cannot be read: the text/plain body declares")
+    assert "'x-klingon'" in forward["note"]
+
+
+def test_a_message_whose_only_text_is_an_attachment_with_an_unreadable_charset_is_refused_for_it():
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        'Content-Type: text/plain; charset=x-klingon; name="terms.txt"',
+        'Content-Disposition: attachment; filename="terms.txt"',
+        body="Zéro risque.".encode("latin-1"),
+    )
+
+    error = refused(raw)
+
+    assert error.code == "unknown_charset" and "'terms.txt'" in error.message
+
+
+def test_the_body_s_own_unreadable_charset_still_refuses_the_message_even_with_attachments():
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/mixed; boundary=m",
+        body=(
+            b"--m\nContent-Type: text/plain; charset=x-klingon\n\nZ\xe9ro risque.\n"
+            b'--m\nContent-Type: text/plain; name="terms.txt"\n\nTerms.\n--m--\n'
+        ),
+    )
+
+    assert refused(raw).code == "unknown_charset"
+
+
 def test_a_25_mb_attachment_is_refused_by_the_message_size_limit_before_parsing():
     error = refused(big_attachment_mail(25))
 
