@@ -25,7 +25,8 @@ and re-parses it each time, which made parsing six times slower). What is kept:
   so too unless a text/calendar part of the message says the same), so are the text files inside
   a zip attachment and the text of an attached message (message/rfc822, a forward as attachment);
   anything else is listed as not scored, with the reason. Of a multipart/alternative that is not
-  the body's, one form is read (_Reader._list_forms).
+  the body's, one form is read (_Reader._list_forms); of the body's, the files inside its forms
+  are listed and read as attachments (Apple Mail's HTML form holds them: _Reader._list_body_forms).
 
 The message's `body` is its text followed by each scored attachment, under a line
 "[Attachment: name · type · size]"; `attachments` gives each one's [start, end) in the body
@@ -689,6 +690,8 @@ class _Reader:
             # text/plain or text/html form (an invitation sent alone: text/calendar and its
             # application/ics copy) has one of its forms read as an attachment (_list_forms).
             self._list_forms(message, scope)
+        else:
+            self._list_body_forms(message, body_part, scope)
         return _Body(text.strip(), body_part is not None, unread)
 
     def _list_parts(self, multipart: EmailMessage, body: EmailMessage | None, scope: _Scope) -> None:
@@ -704,11 +707,25 @@ class _Reader:
             if child.get_content_maintype() != "multipart":
                 self.attachment(child, scope)
             elif child.get_content_subtype() in ("alternative", "related") and _holds(child, body):
-                continue  # the body's other forms (its HTML twin) and the images it shows inline
+                # the body's other forms (its HTML twin) and the images it shows inline, but for
+                # the files inside a form (_list_body_forms)
+                alternative = _body_alternative(child, body)
+                if alternative is not None:
+                    self._list_body_forms(alternative, body, scope)
             elif child.get_content_subtype() == "alternative":
                 self._list_forms(child, scope)
             else:
                 self._list_parts(child, body, scope)
+
+    def _list_body_forms(self, alternative: EmailMessage, body: EmailMessage, scope: _Scope) -> None:
+        """List the files inside the forms of the body's multipart/alternative: Apple Mail sends a
+        mail with a file as text/plain and multipart/mixed of the HTML before the file, the file
+        and the HTML after it, and a file there used to be neither listed nor read. The forms'
+        text is not read again (_form_files)."""
+        for form in alternative.iter_parts():
+            if form is not body:
+                for part in _form_files(form, body):
+                    self.attachment(part, scope)
 
     def _list_forms(self, alternative: EmailMessage, scope: _Scope) -> None:
         """List the forms of a multipart/alternative that is not the body's, and read one: its
@@ -854,6 +871,47 @@ def _body_part(part: EmailMessage) -> EmailMessage | None:
     if subtype in ("alternative", "related"):
         return part.get_body(preferencelist=BODY_PREFERENCE)
     return next((found for child in part.iter_parts() if (found := _body_part(child)) is not None), None)
+
+
+def _body_alternative(part: EmailMessage, body: EmailMessage | None) -> EmailMessage | None:
+    """The multipart/alternative of which `body` is a form, the outermost in `part` that holds it
+    (attached messages not opened), or None."""
+    if body is None or part.get_content_maintype() != "multipart" or not _holds(part, body):
+        return None
+    if part.get_content_subtype() == "alternative":
+        return part
+    return next(
+        (found for child in part.iter_parts() if (found := _body_alternative(child, body)) is not None), None
+    )
+
+
+def _form_files(form: EmailMessage, body: EmailMessage):
+    """The parts of `form`, a form of the body's multipart/alternative, that are files sent with
+    the text, not the text: in the body's own form every part but the body, in another form every
+    part but its text (the text types a body may be, not attached nor named: Apple Mail's HTML
+    fragments); in multipart/related neither the parts after the first that have a Content-ID,
+    which the first shows inline (a logo, a signature's image), as in the body's own."""
+    if form.get_content_maintype() != "multipart":
+        return
+    related = form.get_content_subtype() == "related"
+    for index, part in enumerate(form.iter_parts()):
+        if part is body or (related and index > 0 and part.get("Content-ID") is not None):
+            continue
+        if part.get_content_maintype() == "multipart":
+            yield from _form_files(part, body)
+        elif _holds(form, body) or not _is_fragment(part):
+            yield part
+
+
+def _is_fragment(part: EmailMessage) -> bool:
+    """Whether `part` is (a piece of) a form's text: a text type a body may be, not attached, not
+    named."""
+    return (
+        part.get_content_maintype() == "text"
+        and part.get_content_subtype() in BODY_SUBTYPES
+        and not part.is_attachment()
+        and not part.get_filename()
+    )
 
 
 def _leaves(part: EmailMessage):

@@ -368,6 +368,80 @@ def test_the_html_form_of_an_alternative_after_the_body_is_listed_not_read():
     ]
 
 
+TERMS = b"Returns are guaranteed at 8% a year.\n"
+APPLE_FILES = {
+    "terms.txt": b'Content-Type: text/plain; charset=us-ascii; name="terms.txt"\n'
+    b'Content-Disposition: inline; filename="terms.txt"\n\n' + TERMS,
+    "terms.pdf": b'Content-Type: application/pdf; name="terms.pdf"\n'
+    b'Content-Disposition: inline; filename="terms.pdf"\nContent-Transfer-Encoding: base64\n\n'
+    + base64.encodebytes(b"%PDF-1.4 ..."),
+    "chart.png": b'Content-Type: image/png; name="chart.png"\nContent-Id: <chart@apple>\n'
+    b'Content-Disposition: inline; filename="chart.png"\nContent-Transfer-Encoding: base64\n\n'
+    + base64.encodebytes(b"\x89PNG..."),
+}
+
+
+def apple_mail(file: bytes) -> bytes:
+    """Apple Mail's mail with a file between two paragraphs: multipart/alternative > text/plain,
+    multipart/mixed > (text/html, the file, text/html)."""
+    return (
+        b"--a\nContent-Type: text/plain; charset=us-ascii\n\nHi Ann,\nThe terms:\n\nBest,\nBob\n"
+        b"--a\nContent-Type: multipart/mixed; boundary=m\n\n"
+        b"--m\nContent-Type: text/html; charset=us-ascii\n\n"
+        b"<html><body><div>Hi Ann,</div><div>The terms:</div></body></html>\n--m\n" + file + b"--m\n"
+        b"Content-Type: text/html; charset=us-ascii\n\n<html><body><div>Best,<br>Bob</div></body></html>\n"
+        b"--m--\n--a--\n"
+    )
+
+
+@pytest.mark.parametrize("name", list(APPLE_FILES))
+def test_a_file_inside_apple_mail_s_html_form_is_listed_and_read_as_an_attachment(name):
+    # given: Apple Mail's multipart/alternative whose HTML form holds the file
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/alternative; boundary=a",
+        body=apple_mail(APPLE_FILES[name]),
+    )
+
+    # when
+    message = parse_email(raw)
+
+    # then: the text once, from the text/plain form; the file listed, and read if it is text
+    (attachment,) = message.attachments
+    assert attachment["name"] == name
+    assert attachment["scored"] is (name == "terms.txt")
+    assert message.body.startswith("Hi Ann,\nThe terms:\n\nBest,\nBob")
+    assert message.body.count("Hi Ann") == 1 and message.body.count("Best,") == 1
+    assert message.body.endswith("Returns are guaranteed at 8% a year.") is (name == "terms.txt")
+    assert message.headers["text_from"] == "text/plain"
+
+
+def test_a_file_inside_the_html_form_of_a_body_wrapped_in_multipart_mixed_is_listed_in_order():
+    # given: the same alternative inside multipart/mixed, with a file after it (a signed mail's
+    # wrapper, or a client that adds one)
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/mixed; boundary=o",
+        body=(
+            b"--o\nContent-Type: multipart/alternative; boundary=a\n\n"
+            + apple_mail(APPLE_FILES["terms.txt"])
+            + b'--o\nContent-Type: text/plain; name="notes.txt"\n'
+            b'Content-Disposition: attachment; filename="notes.txt"\n\nZero risk.\n--o--\n'
+        ),
+    )
+
+    message = parse_email(raw)
+
+    assert [(a["name"], a["scored"]) for a in message.attachments] == [
+        ("terms.txt", True),
+        ("notes.txt", True),
+    ]
+    assert message.body.count("Hi Ann") == 1
+    assert message.body.endswith(
+        "Returns are guaranteed at 8% a year.\n\n[Attachment: notes.txt · text/plain · 10 bytes]\nZero risk."
+    )
+
+
 def test_a_bounce_lists_its_delivery_status_as_one_part_and_reads_the_returned_message():
     # given: a DSN (multipart/report): the notice, message/delivery-status, the returned message
     raw = raw_mail(
