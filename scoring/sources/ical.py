@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from scoring.sources.html import html_to_text
-from scoring.sources.wording import words
+from scoring.sources.wording import unsaid_lines, words
 
 _ICAL_FIELDS = {
     "SUMMARY": "Title",
@@ -29,9 +29,15 @@ _ICAL_HTML = re.compile(r'(?i);FMTTYPE="?text/html"?(?:;|$)')
 
 
 def calendar_text(ical: str) -> str:
-    """What a calendar invitation (iCalendar, RFC 5545) says in words: each event's title,
-    location, description and comment, unfolded and unescaped, without the properties'
-    parameters (_ICAL_LINE); its codes and times left out. Outlook's HTML description
+    """What a calendar invitation (iCalendar, RFC 5545) says in words: each of its
+    calendar_fields as "Label: value", one after the other."""
+    return "\n".join(f"{label}: {value}" for label, value in calendar_fields(ical))
+
+
+def calendar_fields(ical: str) -> list[tuple[str, str]]:
+    """(label, value) of each field of a calendar invitation that says something in words: each
+    event's title, location, description and comment, unfolded and unescaped, without the
+    properties' parameters (_ICAL_LINE); its codes and times left out. Outlook's HTML description
     (X-ALT-DESC, converted to text) is read as "Description (HTML)" only when its text is not
     that of a DESCRIPTION of the invitation, whitespace aside: usually it repeats it."""
     unfolded = re.sub(r"\r?\n[ \t]", "", ical)
@@ -56,8 +62,20 @@ def calendar_text(ical: str) -> str:
                 ("Description (HTML)", html_to_text(value) if _ICAL_HTML.search(params) else value, True)
             )
     descriptions = {words(value) for label, value, _ in found if label == "Description"}
-    return "\n".join(
-        f"{label}: {value.strip()}"
+    return [
+        (label, value.strip())
         for label, value, alternative in found
         if not alternative or (words(value) and words(value) not in descriptions)
-    )
+    ]
+
+
+def calendar_text_beside(ical: str, text: str) -> str:
+    """The calendar_text of an invitation sent as a form of `text` (Google's and Outlook's
+    text/calendar beside the text/plain and HTML forms of the message): of each field, only the
+    lines that `text` does not say (wording.unsaid_lines), so that what both say is read once."""
+    fields = []
+    for label, value in calendar_fields(ical):
+        unsaid = unsaid_lines(value, text).strip()
+        if unsaid:
+            fields.append(f"{label}: {unsaid}")
+    return "\n".join(fields)

@@ -76,7 +76,7 @@ from scoring.sources.charsets import decode_text
 from scoring.sources.enriched import enriched_to_text
 from scoring.sources.errors import SourceError
 from scoring.sources.html import html_to_text
-from scoring.sources.ical import calendar_text
+from scoring.sources.ical import calendar_text, calendar_text_beside
 from scoring.sources.types import Attachment, SourceMessage
 from scoring.sources.wording import words
 from scoring.text import has_content
@@ -455,8 +455,9 @@ class _Reader:
             self._calendars[key] = frozenset(found - {""})
         return self._calendars[key]
 
-    def attachment(self, part: EmailMessage, scope: _Scope) -> None:
-        """List `part`, a part of the message `scope.message`, and read it if it is text."""
+    def attachment(self, part: EmailMessage, scope: _Scope, *, form_of: str | None = None) -> None:
+        """List `part`, a part of the message `scope.message`, and read it if it is text; an
+        invitation that is a form of the body's text, `form_of`, for what that text does not say."""
         scope.listed += 1
         index, prefix, ancestors, depth = scope.listed, scope.prefix, scope.ancestors, scope.depth
         content_type = part.get_content_type()
@@ -467,9 +468,7 @@ class _Reader:
             name = name or f"{subject or 'attached message'}.eml"
             self._attached_message(part, inner, prefix + name, ancestors, depth)
             return
-        calendar = content_type in CALENDAR_TYPES or (
-            content_type == "application/octet-stream" and name.lower().endswith(".ics")
-        )
+        calendar = _is_calendar(part)
         if calendar and not name:
             name = "invitation.ics"
         name = prefix + (name or f"part-{index}")
@@ -482,7 +481,7 @@ class _Reader:
                 f"{_size(self.limits.max_attachment_bytes)}.",
             )
         try:
-            self._read(part, name, content_type, data, calendar, scope)
+            self._read(part, name, content_type, data, calendar, scope, form_of)
         except SourceError as error:
             if error.code not in CHARSET_ERRORS:
                 raise
@@ -491,7 +490,14 @@ class _Reader:
             self._add(Attachment(name, content_type, len(data), False, f"not scored: {error.message}"), "")
 
     def _read(
-        self, part: EmailMessage, name: str, content_type: str, data: bytes, calendar: bool, scope: _Scope
+        self,
+        part: EmailMessage,
+        name: str,
+        content_type: str,
+        data: bytes,
+        calendar: bool,
+        scope: _Scope,
+        form_of: str | None,
     ) -> None:
         """Read `part`, an attachment named `name` whose bytes are `data` (attachment)."""
         lowered = name.lower()
@@ -500,7 +506,7 @@ class _Reader:
             wording = calendar_text(text)
             # Google sends an invitation twice: text/calendar (in the body's multipart/alternative)
             # and its copy, application/ics (invite.ics). The copy is read only when no
-            # text/calendar part of the message says the same; alone, it is the invitation.
+            # text/calendar part of the message has the same wording; alone, it is the invitation.
             copy = content_type != "text/calendar" and wording in self._calendar_wordings(scope.message)
             if copy:
                 self._add(
@@ -514,6 +520,14 @@ class _Reader:
                     "",
                 )
                 return
+            if form_of is not None:
+                # A form of the body's text (Google's and Outlook's text/calendar beside the
+                # text/plain and HTML forms): read for what the text does not say, the rest once.
+                wording = calendar_text_beside(text, form_of)
+                if not has_content(wording):
+                    note = "not scored: the message's text says what the invitation says"
+                    self._add(Attachment(name, content_type, len(data), False, note), "")
+                    return
             if note:
                 self.notes.append(note)
             self._add(Attachment(name, content_type, len(data), True, ""), wording)
@@ -721,11 +735,16 @@ class _Reader:
         """List the files inside the forms of the body's multipart/alternative: Apple Mail sends a
         mail with a file as text/plain and multipart/mixed of the HTML before the file, the file
         and the HTML after it, and a file there used to be neither listed nor read. The forms'
-        text is not read again (_form_files)."""
+        text is not read again (_form_files). An invitation that is a form (Google and Outlook
+        send text/calendar beside text/plain and HTML) is listed and read for what the text does
+        not say (calendar_text_beside): a description the text does not give used to be lost."""
         for form in alternative.iter_parts():
-            if form is not body:
-                for part in _form_files(form, body):
-                    self.attachment(part, scope)
+            if form is body:
+                continue
+            if _is_calendar(form):
+                self.attachment(form, scope, form_of=scope.body_text)
+            for part in _form_files(form, body):
+                self.attachment(part, scope)
 
     def _list_forms(self, alternative: EmailMessage, scope: _Scope) -> None:
         """List the forms of a multipart/alternative that is not the body's, and read one: its
@@ -901,6 +920,15 @@ def _form_files(form: EmailMessage, body: EmailMessage):
             yield from _form_files(part, body)
         elif _holds(form, body) or not _is_fragment(part):
             yield part
+
+
+def _is_calendar(part: EmailMessage) -> bool:
+    """Whether `part` is a calendar invitation (CALENDAR_TYPES, or application/octet-stream named
+    .ics)."""
+    content_type = part.get_content_type()
+    return content_type in CALENDAR_TYPES or (
+        content_type == "application/octet-stream" and (part.get_filename() or "").lower().endswith(".ics")
+    )
 
 
 def _is_fragment(part: EmailMessage) -> bool:

@@ -3,7 +3,7 @@ their parameters, and Outlook's HTML description when it says something else."""
 
 from __future__ import annotations
 
-from scoring.sources.ical import calendar_text
+from scoring.sources.ical import calendar_text, calendar_text_beside
 
 
 def test_a_calendar_property_s_parameters_are_skipped_even_when_a_quoted_one_holds_a_colon():
@@ -81,3 +81,17 @@ def test_outlook_s_html_description_without_a_plain_one_is_read():
     text = calendar_text(outlook_event("", "<P>Your capital is <I>bulletproof</I>.</P>"))
 
     assert text == "Title: Income seminar\nDescription (HTML): Your capital is bulletproof."
+
+
+def test_an_invitation_beside_a_text_gives_only_the_lines_of_each_field_the_text_does_not_say():
+    ical = (
+        "BEGIN:VEVENT\r\nSUMMARY:Income seminar\r\nLOCATION:Room 4\r\n"
+        "DESCRIPTION:Please join us.\\nOur bond pays 7%\\, guaranteed.\r\nEND:VEVENT\r\n"
+    )
+
+    text = calendar_text_beside(ical, "Income seminar, Room 4\n\nPlease join us!")
+
+    assert text == "Description: Our bond pays 7%, guaranteed."
+    assert (
+        calendar_text_beside(ical, "Income seminar Room 4 Please join us. Our bond pays 7% guaranteed") == ""
+    )

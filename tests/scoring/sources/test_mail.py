@@ -874,16 +874,19 @@ def test_an_ics_attachment_with_no_text_calendar_part_is_read_for_its_wording(co
     assert "DTSTART" not in message.body
 
 
-def google_invitation(copy: bytes) -> bytes:
+def google_invitation(
+    copy: bytes, lines: tuple[bytes, ...] = (b"Income seminar", b"Our bond pays 7%, guaranteed.")
+) -> bytes:
     """Google Calendar's invitation: multipart/mixed > (multipart/alternative > text/plain,
-    text/html, text/calendar), then `copy` as application/ics (invite.ics)."""
+    text/html, text/calendar), then `copy` as application/ics (invite.ics); the text/plain and
+    HTML forms say `lines`."""
     return raw_mail(
         "MIME-Version: 1.0",
         "Content-Type: multipart/mixed; boundary=m",
         body=(
             b"--m\nContent-Type: multipart/alternative; boundary=a\n\n"
-            b"--a\nContent-Type: text/plain\n\nIncome seminar\nOur bond pays 7%, guaranteed.\n"
-            b"--a\nContent-Type: text/html\n\n<p>Income seminar</p><p>Our bond pays 7%, guaranteed.</p>\n"
+            b"--a\nContent-Type: text/plain\n\n" + b"\n".join(lines) + b"\n"
+            b"--a\nContent-Type: text/html\n\n" + b"".join(b"<p>%s</p>" % line for line in lines) + b"\n"
             b"--a\nContent-Type: text/calendar; charset=UTF-8; method=REQUEST\n"
             b"Content-Transfer-Encoding: 7bit\n\n" + INVITE + b"--a--\n"
             b'--m\nContent-Type: application/ics; name="invite.ics"\n'
@@ -896,8 +899,11 @@ def google_invitation(copy: bytes) -> bytes:
 def test_google_s_ics_copy_of_its_text_calendar_part_is_listed_not_read_again():
     message = parse_email(google_invitation(INVITE))
 
+    # the text says all the invitation says: the text/calendar form is listed, not read again
     assert message.body == "Income seminar\nOur bond pays 7%, guaranteed."
-    (copy,) = message.attachments
+    invitation, copy = message.attachments
+    assert (invitation["name"], invitation["scored"]) == ("invitation.ics", False)
+    assert invitation["note"] == "not scored: the message's text says what the invitation says"
     assert (copy["name"], copy["scored"]) == ("invite.ics", False)
     assert "copy of the invitation" in copy["note"]
 
@@ -907,9 +913,60 @@ def test_an_ics_attachment_that_says_more_than_the_text_calendar_part_is_read():
 
     message = parse_email(google_invitation(other))
 
-    (copy,) = message.attachments
-    assert copy["scored"] is True
+    invitation, copy = message.attachments
+    assert (invitation["scored"], copy["scored"]) == (False, True)
     assert message.body.endswith("Description: Zero risk to your capital.")
+
+
+def test_the_calendar_form_of_the_body_is_read_for_what_the_text_does_not_say_once():
+    # given: Google's invitation whose text gives the title and time, not the description
+    raw = google_invitation(INVITE, lines=(b"Income seminar", b"Tuesday 10 March 2025 09:00 - 10:00 (GMT)"))
+
+    # when
+    message = parse_email(raw)
+
+    # then: the description is read once, from the text/calendar form; its copy is not read
+    invitation, copy = message.attachments
+    assert (invitation["name"], invitation["content_type"], invitation["scored"]) == (
+        "invitation.ics",
+        "text/calendar",
+        True,
+    )
+    assert message.body[invitation["start"] : invitation["end"]].endswith(
+        "]\nDescription: Our bond pays 7%, guaranteed."
+    )
+    assert message.body.count("Our bond pays 7%") == 1 and message.body.count("Income seminar") == 1
+    assert (copy["name"], copy["scored"]) == ("invite.ics", False)
+
+
+def test_outlook_s_invitation_whose_text_is_its_description_reads_only_its_title_from_the_calendar():
+    # given: Outlook's multipart/alternative: the description as text/plain and HTML, then
+    # text/calendar, whose title (SUMMARY) the text does not give
+    ical = (
+        b"BEGIN:VCALENDAR\r\nMETHOD:REQUEST\r\nBEGIN:VEVENT\r\n"
+        b"SUMMARY;LANGUAGE=en-GB:Guaranteed 7% income\r\n"
+        b"DESCRIPTION;LANGUAGE=en-GB:Please join us to hear about the bond.\\n\r\n"
+        b"DTSTART:20250310T090000Z\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+    )
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/alternative; boundary=a",
+        body=(
+            b"--a\nContent-Type: text/plain; charset=utf-8\n\nPlease join us to hear about the bond.\n"
+            b"--a\nContent-Type: text/html; charset=utf-8\n\n<p>Please join us to hear about the bond.</p>\n"
+            b"--a\nContent-Type: text/calendar; charset=utf-8; method=REQUEST\n\n" + ical + b"--a--\n"
+        ),
+    )
+
+    # when
+    message = parse_email(raw)
+
+    # then
+    (invitation,) = message.attachments
+    assert invitation["scored"] is True
+    assert message.body.startswith("Please join us to hear about the bond.\n\n[Attachment: invitation.ics")
+    assert message.body.endswith("]\nTitle: Guaranteed 7% income")
+    assert message.body.count("Please join us") == 1
 
 
 def test_a_bodiless_multipart_alternative_of_two_invitations_reads_only_the_last_form():
