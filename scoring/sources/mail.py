@@ -5,8 +5,9 @@ objects are cached per (name, value): the parser asks for a part's Content-Type 
 and re-parses it each time, which made parsing six times slower). What is kept:
 
 - From, To, Cc, Subject, Date, Message-ID, In-Reply-To and References;
-- the text: the body part (_body_part): multipart/alternative gives its text/plain and an
-  HTML-only mail its HTML converted to text (scoring.sources.html), also when a list server wraps
+- the text: the body part (_body_part): multipart/alternative gives its text/plain (its HTML
+  form when the text/plain form says less: _Reader._choose_form) and an HTML-only mail its HTML
+  converted to text (scoring.sources.html), also when a list server wraps
   it in multipart/mixed before its text/plain footer; a text/enriched or text/richtext body is read
   without its formatting (scoring.sources.enriched), a text/markdown one as written
   (BODY_SUBTYPES); quoted-printable and base64 decoded, charsets as scoring.sources.charsets
@@ -78,7 +79,7 @@ from scoring.sources.errors import SourceError
 from scoring.sources.html import html_to_text
 from scoring.sources.ical import calendar_text, calendar_text_beside
 from scoring.sources.types import Attachment, SourceMessage
-from scoring.sources.wording import words
+from scoring.sources.wording import lacking, says_more, words
 from scoring.text import has_content
 
 
@@ -306,23 +307,25 @@ def _describe(part: EmailMessage, index: int) -> str:
 class _Scope:
     """Where the parts being listed are: the message holding them (an attached message is a scope
     of its own), the prefix of their names, the Message-IDs around them, the nesting depth, the
-    text of its body as read (an HTML part that says the same is not read again), and how many
-    parts have been listed (a part with no name is "part-N")."""
+    text of its body as read (an HTML part that says the same is not read again), the text/plain
+    form read after an HTML one that is the text (_Reader._choose_form), and how many parts have
+    been listed (a part with no name is "part-N")."""
 
     message: EmailMessage
     prefix: str
     ancestors: tuple[str, ...]
     depth: int
     body_text: str = ""
+    beside: tuple[EmailMessage, str] | None = None
     listed: int = 0
 
 
 class _Body(NamedTuple):
-    """What body_and_attachments read of a message's body: its text, whether it has a body part,
-    and why that part was not read ("" when it was)."""
+    """What body_and_attachments read of a message's body: its text, the type of the part it was
+    read from ("" when there is none) and why the body part was not read ("" when it was)."""
 
     text: str
-    had_body: bool
+    text_from: str
     unread: str
 
 
@@ -680,23 +683,27 @@ class _Reader:
         attached message (depth > 0) whose charset cannot be read is left unread, with the reason:
         it is an attachment's text; the message's own is refused (CHARSET_ERRORS)."""
         body_part = _body_part(message)
-        text, unread = "", ""
+        text, unread, text_from, beside = "", "", "", None
         if body_part is not None:
+            text_from = body_part.get_content_type()
             try:
-                text = self.part_text(body_part, f"the {body_part.get_content_type()} body")
+                text = self.part_text(body_part, f"the {text_from} body")
             except SourceError as error:
                 if depth == 0 or error.code not in CHARSET_ERRORS:
                     raise
                 self.unreadable.append(error)
                 unread = error.message
-        scope = _Scope(message, prefix, ancestors, depth, body_text=text)
+            alternative = _body_alternative(message, body_part)
+            if alternative is not None and text_from == "text/plain" and not unread:
+                text, text_from, beside = self._choose_form(alternative, body_part, text)
+        scope = _Scope(message, prefix, ancestors, depth, body_text=text, beside=beside)
         if message.get_content_type() == "message/rfc822":  # the whole message is a forward
             self.attachment(message, scope)
-            return _Body(text.strip(), False, unread)
+            return _Body(text.strip(), "", unread)
         if not message.is_multipart():
             if body_part is None:  # a lone part that is not a body (Content-Disposition: attachment)
                 self.attachment(message, scope)
-            return _Body(text.strip(), body_part is not None, unread)
+            return _Body(text.strip(), text_from, unread)
         if message.get_content_subtype() != "alternative":
             self._list_parts(message, body_part, scope)
         elif body_part is None:
@@ -706,7 +713,53 @@ class _Reader:
             self._list_forms(message, scope)
         else:
             self._list_body_forms(message, body_part, scope)
-        return _Body(text.strip(), body_part is not None, unread)
+        return _Body(text.strip(), text_from, unread)
+
+    def _choose_form(
+        self, alternative: EmailMessage, plain: EmailMessage, plain_text: str
+    ) -> tuple[str, str, tuple[EmailMessage, str] | None]:
+        """(text, the type it is read from, the text/plain form and its text when it is read after
+        the text) of a body whose multipart/alternative has a text/plain form, `plain`, and maybe
+        an HTML one. The text/plain form is the text, as get_body chooses, unless the HTML form's
+        text says more (wording.says_more: the text/plain form is empty, or lacks FORM_WORDS_MORE
+        of the HTML's words, or the two share less than half of their words: a text/plain form
+        that only says "use an HTML-capable client"). Then the HTML form is the text, and the
+        text/plain form is read after it when it, too, says more than the HTML form. Each choice
+        but the first is noted. The HTML form's text is that of its HTML parts, one after the
+        other (Apple Mail's is in pieces around its files: _form_files)."""
+        html = alternative.get_body(preferencelist=("html",))
+        form = next((f for f in alternative.iter_parts() if _holds(f, html)), None)
+        if html is None or form is None or _holds(form, plain):
+            return plain_text, "text/plain", None
+        noted = len(self.notes)
+        pieces = [p for p in _leaves(form) if p.get_content_type() == "text/html" and _is_fragment(p)]
+        try:
+            html_text = "\n\n".join(self.part_text(p, "the HTML form of the body") for p in pieces).strip()
+        except SourceError as error:
+            if error.code not in CHARSET_ERRORS or not has_content(plain_text):
+                raise  # the only text there is: as an HTML body, refused
+            del self.notes[noted:]
+            self.notes.append(f"{error.message} Its text/plain form is read.")
+            return plain_text, "text/plain", None
+        if not says_more(html_text, plain_text):
+            del self.notes[noted:]  # the HTML form's repairs: it is not read
+            return plain_text, "text/plain", None
+        missing = lacking(html_text, plain_text)
+        if not has_content(plain_text):
+            self.notes.append("the text/plain form of the body is empty: its HTML form is read.")
+            return html_text, "text/html", None
+        if says_more(plain_text, html_text):
+            self.notes.append(
+                "the text/plain and HTML forms of the body say different things (the text/plain form "
+                f"lacks {missing} of the HTML form's words, the HTML form {lacking(plain_text, html_text)} "
+                "of the text/plain form's): the HTML form is read, and the text/plain form after it."
+            )
+            return html_text, "text/html", (plain, plain_text)
+        self.notes.append(
+            f"the text/plain form of the body says less than its HTML form (it lacks {missing} of the "
+            "HTML form's words): the HTML form is read."
+        )
+        return html_text, "text/html", None
 
     def _list_parts(self, multipart: EmailMessage, body: EmailMessage | None, scope: _Scope) -> None:
         """List the parts of `multipart` that are not its body nor one of the body's other forms,
@@ -739,10 +792,17 @@ class _Reader:
         send text/calendar beside text/plain and HTML) is listed and read for what the text does
         not say (calendar_text_beside): a description the text does not give used to be lost."""
         for form in alternative.iter_parts():
+            if scope.beside is not None and _holds(form, scope.beside[0]):
+                part, text = scope.beside
+                scope.listed += 1
+                name = scope.prefix + (part.get_filename() or f"part-{scope.listed}")
+                size = len(part.get_payload(decode=True) or b"")
+                self._add(Attachment(name, part.get_content_type(), size, True, ""), text)
             if form is body:
                 continue
             if _is_calendar(form):
-                self.attachment(form, scope, form_of=scope.body_text)
+                said = scope.body_text + (f"\n\n{scope.beside[1]}" if scope.beside else "")
+                self.attachment(form, scope, form_of=said)
             for part in _form_files(form, body):
                 self.attachment(part, scope)
 
@@ -803,7 +863,7 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
     message_id = "".join(_ids(_header(message, "Message-ID"))[:1])
     try:
         reader.check_structure(message, (message_id,) if message_id else (), 0)
-        text, had_body, _ = reader.body_and_attachments(message, (message_id,) if message_id else (), 0)
+        text, text_from, _ = reader.body_and_attachments(message, (message_id,) if message_id else (), 0)
     except RecursionError:
         raise SourceError("nested_too_deep", "the MIME structure is nested too deep to read.") from None
     except (LookupError, AssertionError, KeyError, ValueError) as exc:
@@ -842,7 +902,7 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
         "message_id": message_id,
         "in_reply_to": in_reply_to,
         "references": list(references),
-        "text_from": _body_type(message) if had_body else "",
+        "text_from": text_from,
     }
     if reader.notes:
         headers["notes"] = reader.notes
@@ -958,11 +1018,6 @@ def _holds(part: EmailMessage, target: EmailMessage | None) -> bool:
     if part.get_content_maintype() != "multipart":
         return False
     return any(_holds(child, target) for child in part.iter_parts())
-
-
-def _body_type(message: EmailMessage) -> str:
-    part = _body_part(message)
-    return part.get_content_type() if part is not None else ""
 
 
 def _address_only(value: str) -> str:

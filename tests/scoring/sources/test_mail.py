@@ -368,6 +368,133 @@ def test_the_html_form_of_an_alternative_after_the_body_is_listed_not_read():
     ]
 
 
+def alternative_of(plain: bytes, html: bytes) -> bytes:
+    return raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/alternative; boundary=a",
+        body=(
+            b"--a\nContent-Type: text/plain; charset=utf-8\n\n" + plain + b"\n"
+            b"--a\nContent-Type: text/html; charset=utf-8\n\n" + html + b"\n--a--\n"
+        ),
+    )
+
+
+OFFER = (
+    b"<html><body><p>Dear investor,</p><p>Returns are <b>guaranteed</b> at 8% a year, with zero "
+    b"risk to your capital.</p></body></html>"
+)
+
+
+@pytest.mark.parametrize(
+    "html",
+    [OFFER, b"<p>Returns are guaranteed.</p>"],
+    ids=["letter", "one-line"],
+)
+def test_a_placeholder_text_plain_form_does_not_hide_the_html_form(html):
+    # given: a text/plain form that only says to use an HTML client
+    raw = alternative_of(b"To view this message, use an HTML-capable email client.", html)
+
+    # when
+    message = parse_email(raw)
+
+    # then: the HTML form is the text, and the placeholder, which says something else, after it
+    assert message.headers["text_from"] == "text/html"
+    assert message.body.startswith(
+        "Dear investor,\n\nReturns are guaranteed at 8% a year"
+        if html == OFFER
+        else "Returns are guaranteed."
+    )
+    assert message.body.count("Returns are guaranteed") == 1
+    (placeholder,) = message.attachments
+    assert (placeholder["name"], placeholder["content_type"], placeholder["scored"]) == (
+        "part-1",
+        "text/plain",
+        True,
+    )
+    assert message.body.endswith("]\nTo view this message, use an HTML-capable email client.")
+    assert "say different things" in message.headers["notes"][0]
+
+
+@pytest.mark.parametrize("plain", [b"", b"  \n", b"\xc2\xa0"], ids=["empty", "blank", "nbsp"])
+def test_an_empty_text_plain_form_gives_the_html_form_instead_of_a_refusal(plain):
+    message = parse_email(alternative_of(plain, OFFER))
+
+    assert (
+        message.body
+        == "Dear investor,\n\nReturns are guaranteed at 8% a year, with zero risk to your capital."
+    )
+    assert message.headers["text_from"] == "text/html"
+    assert message.attachments == []
+    assert message.headers["notes"] == ["the text/plain form of the body is empty: its HTML form is read."]
+
+
+def test_a_text_plain_form_that_says_much_less_than_the_html_form_gives_the_html_form():
+    # given: a text/plain form that gives the first line of the HTML letter only
+    letter = (
+        b"<p>Our spring letter.</p><p>Income Plus pays 8% a year and the returns are guaranteed by the "
+        b"bank. Your capital is never at risk, whatever the markets do, and you may withdraw at any time "
+        b"without a fee.</p>"
+    )
+    raw = alternative_of(b"Our spring letter.\nRead it online: https://bank.example/letter", letter)
+
+    # when
+    message = parse_email(raw)
+
+    # then: the HTML form alone, as the text/plain form says nothing it does not
+    assert message.body.startswith("Our spring letter.\n\nIncome Plus pays 8% a year and the returns are")
+    assert message.body.count("Our spring letter") == 1
+    assert message.attachments == []
+    assert message.headers["text_from"] == "text/html"
+    assert message.headers["notes"] == [
+        "the text/plain form of the body says less than its HTML form (it lacks 34 of the HTML form's "
+        "words): the HTML form is read."
+    ]
+
+
+def test_an_html_form_whose_charset_cannot_be_read_leaves_the_text_plain_form_read_with_a_note():
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/alternative; boundary=a",
+        body=(
+            b"--a\nContent-Type: text/plain\n\nZero risk.\n"
+            b"--a\nContent-Type: text/html; charset=x-klingon\n\n<p>Z\xe9ro risque.</p>\n--a--\n"
+        ),
+    )
+
+    message = parse_email(raw)
+
+    assert message.body == "Zero risk." and message.headers["text_from"] == "text/plain"
+    assert message.headers["notes"] == [
+        "the HTML form of the body declares the charset 'x-klingon', which this server does not know, "
+        "and its bytes are not UTF-8: it cannot be read without guessing. Its text/plain form is read."
+    ]
+
+
+def test_ordinary_generated_alternatives_are_read_from_their_text_plain_form_alone():
+    # given: traffic texts as every generator style writes them in both forms, with and without a
+    # quoted earlier message (the HTML form adds a newsletter's button and footer, Outlook's
+    # header block over the quote)
+    from scoring.corpus.streams import generate_traffic_messages
+
+    rows = generate_traffic_messages(seed=1, n=80, claim_rate=0.2)
+    texts, quotes = [r["body"] for r in rows[:40]], [r["body"] for r in rows[40:]]
+    variants = [(s, None) for s in ("outlook", "gmail", "newsletter")] + [("outlook", 1), ("gmail", 1)]
+
+    # when
+    read = [
+        parse_email(
+            mail(text, form="alternative", html_style=style, quoted=quotes[i] if quoted else None).as_bytes()
+        )
+        for i, text in enumerate(texts)
+        for style, quoted in variants
+    ]
+
+    # then: the text/plain form, alone, every time
+    assert len(read) == 200
+    assert {m.headers["text_from"] for m in read} == {"text/plain"}
+    assert [m for m in read if m.attachments or "notes" in m.headers] == []
+
+
 TERMS = b"Returns are guaranteed at 8% a year.\n"
 APPLE_FILES = {
     "terms.txt": b'Content-Type: text/plain; charset=us-ascii; name="terms.txt"\n'

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scoring.sources.wording import tokens, unsaid_lines
+from scoring.sources.wording import FORM_WORDS_MORE, lacking, says_more, tokens, unsaid_lines
 
 
 def test_words_are_case_folded_runs_of_letters_and_digits_without_links_or_addresses():
@@ -19,3 +19,22 @@ def test_a_line_is_said_only_when_its_words_come_one_after_the_other_in_the_text
     )
 
     assert unsaid == "Returns are guaranteed"
+
+
+def test_a_form_says_more_when_empty_beside_it_or_far_longer_or_another_text_altogether():
+    letter = (
+        "Dear investor, " + " ".join(f"w{i}" for i in range(FORM_WORDS_MORE)) + " returns are guaranteed."
+    )
+
+    assert says_more(letter, "") and not says_more("", letter)
+    assert says_more(letter, "Dear investor,") and not says_more("Dear investor,", letter)
+    assert says_more("Returns are guaranteed.", "Use an HTML-capable email client.")
+    assert says_more("Use an HTML-capable email client.", "Returns are guaranteed.")
+
+
+def test_a_form_that_adds_a_footer_or_repeats_a_word_does_not_say_more():
+    text = "Hi Ann, your statement is attached. Best, Bob"
+
+    assert not says_more(text + " Northfield Wealth, 1 Example Street. Unsubscribe", text)
+    assert not says_more(text.upper() + " <https://bank.example/statement>", text)
+    assert lacking("guaranteed guaranteed returns", "returns are guaranteed") == 1
