@@ -5,12 +5,12 @@ objects are cached per (name, value): the parser asks for a part's Content-Type 
 and re-parses it each time, which made parsing six times slower). What is kept:
 
 - From, To, Cc, Subject, Date, Message-ID, In-Reply-To and References;
-- the text: the body part (_body_part): multipart/alternative gives its text/plain (its HTML
+- the text: the body part (find_body): multipart/alternative gives its text/plain (its HTML
   form when the text/plain form says less: _Reader._choose_form) and an HTML-only mail its HTML
   converted to text (scoring.sources.html), also when a list server wraps
   it in multipart/mixed before its text/plain footer; a text/enriched or text/richtext body is read
   without its formatting (scoring.sources.enriched), a text/markdown one as written
-  (BODY_SUBTYPES); quoted-printable and base64 decoded, charsets as scoring.sources.charsets
+  (mime_tree.BODY_SUBTYPES); quoted-printable and base64 decoded, charsets as scoring.sources.charsets
   says. Base64 the standard library cannot decode is never shown or scored as its letters without
   a word: one letter too many at the end (six bits, less than a byte) is dropped, a part declared
   base64 that is not base64 at all (plain text under a wrong label) is read as written, and
@@ -62,14 +62,11 @@ import io
 import re
 import zipfile
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from email import errors as email_errors
 from email import policy
-from email.header import decode_header
 from email.headerregistry import HeaderRegistry
 from email.message import EmailMessage
 from email.parser import BytesParser
-from email.utils import getaddresses
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -78,6 +75,24 @@ from scoring.sources.enriched import enriched_to_text
 from scoring.sources.errors import SourceError
 from scoring.sources.html import html_to_text
 from scoring.sources.ical import calendar_text, calendar_text_beside
+from scoring.sources.mail_headers import (
+    address_only,
+    addresses,
+    header_text,
+    message_ids,
+    sender_address,
+    sent_date,
+    without_nul,
+)
+from scoring.sources.mime_tree import (
+    body_alternative,
+    find_body,
+    form_files,
+    holds,
+    is_calendar,
+    is_fragment,
+    leaves,
+)
 from scoring.sources.types import Attachment, SourceMessage
 from scoring.sources.wording import lacking, says_more, words
 from scoring.text import has_content
@@ -110,9 +125,6 @@ class _CachingRegistry(HeaderRegistry):
 
 POLICY = policy.default.clone(header_factory=_CachingRegistry())
 TEXT_ATTACHMENT_TYPES = frozenset({"text/plain", "text/csv"})
-# A calendar invitation (RFC 5545; text/x-vcalendar, vCalendar 1.0, names its words alike), read
-# for its wording (calendar_text); so is an application/octet-stream part named .ics.
-CALENDAR_TYPES = frozenset({"text/calendar", "application/ics", "text/x-vcalendar"})
 # Text with formatting, read without it (part_text): HTML, and text/enriched (RFC 1896) and
 # text/richtext (RFC 1341), the formatted mail of before HTML.
 FORMATTED_TYPES = frozenset({"text/html", "text/enriched", "text/richtext"})
@@ -152,7 +164,6 @@ _DEFECT_TEXT = {
     ),
 }
 _CONTAINER_HEADER = re.compile(rb"(?im)^content-type:[ \t]*(?:multipart|message)/")
-_MSG_ID = re.compile(r"<([^<>\s]+)>")
 _NOT_BASE64 = re.compile(rb"[^A-Za-z0-9+/=]")
 _BASE64_DEFECTS = frozenset(
     {email_errors.InvalidBase64LengthDefect, email_errors.InvalidBase64CharactersDefect}
@@ -168,19 +179,6 @@ def _size(n: int) -> str:
             return f"{n:,} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GB"
-
-
-def _without_nul(text: str) -> str:
-    """`text` without its NUL characters (module docstring, "NUL characters")."""
-    return text.replace("\x00", "")
-
-
-_GARBLED = re.compile("[\ufffd\ud800-\udfff]")
-
-
-def _garbled(value: str) -> bool:
-    """The standard library's reading of an undecodable header: U+FFFD or escaped raw bytes."""
-    return bool(_GARBLED.search(value))
 
 
 _CLEARSIGN_HEAD = re.compile(
@@ -204,99 +202,6 @@ def _without_clearsign_armour(text: str) -> str:
         return text
     signed = re.sub(r"(?m)^- ", "", text[head.end() : tail.start()])
     return text[: head.start()] + signed + text[tail.end() :]
-
-
-def _raw_header(message: EmailMessage, name: str) -> str:
-    return next((str(v) for k, v in message.raw_items() if k.lower() == name.lower()), "")
-
-
-def _lenient_header(raw: str) -> str:
-    """A header's text where the standard library shows U+FFFD: raw 8-bit bytes (no RFC 2047) or an
-    encoded word whose bytes are not its label's, read as the body's text is (UTF-8, else
-    Windows-1252) rather than shown as "M�ller"."""
-
-    def text_of(data: bytes, charset: str | None) -> str:
-        for codec in (charset, "utf-8", "cp1252"):
-            try:
-                return data.decode(codec) if codec else data.decode("ascii")
-            except (LookupError, UnicodeDecodeError):
-                continue
-        return data.decode("latin-1")
-
-    unfolded = re.sub(r"\r?\n[ \t]", " ", raw)
-    try:
-        chunks = decode_header(unfolded)
-    except (ValueError, LookupError, email_errors.HeaderParseError):
-        chunks = [(unfolded, None)]
-    words = []
-    for chunk, charset in chunks:
-        if isinstance(chunk, bytes) and charset is None:
-            # decode_header gives the text between encoded words as raw-unicode-escape bytes, in
-            # which a raw byte is a surrogate spelled "\\udcfc": back to the byte it stands for.
-            chunk = chunk.decode("raw-unicode-escape")
-        data = chunk.encode("ascii", "surrogateescape") if isinstance(chunk, str) else chunk
-        words.append(text_of(data, charset))
-    return "".join(words)
-
-
-def _header(message: EmailMessage, name: str) -> str:
-    try:
-        value = str(message.get(name) or "")
-    except (ValueError, IndexError, TypeError, AttributeError):  # a header too broken to parse
-        return _without_nul(_raw_header(message, name)).strip()
-    if _garbled(value) and "\ufffd" not in _raw_header(message, name):
-        value = _lenient_header(_raw_header(message, name))
-    return _without_nul(value).strip()
-
-
-def _addresses(message: EmailMessage, name: str) -> tuple[str, ...]:
-    try:
-        header = message.get(name)
-        if header is None:
-            return ()
-        found = tuple(str(address) for group in header.groups for address in group.addresses)
-        if not any(_garbled(address) for address in found):
-            return tuple(_without_nul(address) for address in found)
-    except (ValueError, IndexError, TypeError, AttributeError):
-        pass
-    # The header read leniently, split as addresses are ("Müller, Hans" <h@x> is one).
-    return tuple(_address_text(n, a) for n, a in getaddresses([_header(message, name)]) if n or a)
-
-
-def _address_text(name: str, address: str) -> str:
-    if not name:
-        return address
-    shown = f'"{name}"' if re.search(r'[,;:"()<>@\[\]]', name) else name
-    return f"{shown} <{address}>" if address else shown
-
-
-def _sender_address(message: EmailMessage) -> str:
-    try:
-        header = message.get("From")
-        if header is not None and header.addresses:
-            return _without_nul(header.addresses[0].addr_spec or str(header.addresses[0]))
-    except (ValueError, IndexError, TypeError, AttributeError):
-        pass
-    return _header(message, "From")
-
-
-def _date(message: EmailMessage) -> datetime | None:
-    try:
-        header = message.get("Date")
-        value = getattr(header, "datetime", None)
-    except (ValueError, IndexError, TypeError, AttributeError, OverflowError):
-        return None
-    if value is None:
-        return None
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
-def _ids(value: str) -> tuple[str, ...]:
-    found = tuple(_MSG_ID.findall(value))
-    if found:
-        return found
-    bare = value.strip()
-    return (bare,) if bare and " " not in bare else ()
 
 
 def _describe(part: EmailMessage, index: int) -> str:
@@ -361,7 +266,7 @@ class _Reader:
             )
         if part.get_content_type() == "message/rfc822" and part.is_multipart():
             for inner in part.get_payload():
-                inner_id = "".join(_ids(_header(inner, "Message-ID"))[:1])
+                inner_id = "".join(message_ids(header_text(inner, "Message-ID"))[:1])
                 if inner_id and inner_id in ancestors:
                     raise SourceError(
                         "message_loop",
@@ -430,7 +335,7 @@ class _Reader:
             text = html_to_text(text)
         elif content_type in ("text/enriched", "text/richtext"):
             text = enriched_to_text(text, richtext=content_type == "text/richtext")
-        text = _without_nul(text.replace("\r\n", "\n").replace("\r", "\n"))
+        text = without_nul(text.replace("\r\n", "\n").replace("\r", "\n"))
         unarmoured = _without_clearsign_armour(text)
         if unarmoured != text:
             self.notes.append(
@@ -446,7 +351,7 @@ class _Reader:
         key = id(message)
         if key not in self._calendars:
             found, notes = set(), len(self.notes)
-            for part in _leaves(message):
+            for part in leaves(message):
                 if part.get_content_type() == "text/calendar":
                     data = self.payload(part, "")
                     try:
@@ -467,11 +372,11 @@ class _Reader:
         name = part.get_filename() or ""
         if content_type == "message/rfc822":
             inner = part.get_payload()[0] if part.is_multipart() else None
-            subject = _header(inner, "Subject") if inner is not None else ""
+            subject = header_text(inner, "Subject") if inner is not None else ""
             name = name or f"{subject or 'attached message'}.eml"
             self._attached_message(part, inner, prefix + name, ancestors, depth)
             return
-        calendar = _is_calendar(part)
+        calendar = is_calendar(part)
         if calendar and not name:
             name = "invitation.ics"
         name = prefix + (name or f"part-{index}")
@@ -560,8 +465,8 @@ class _Reader:
             self._add(Attachment(name, content_type, len(data), False, note), "")
 
     def _add(self, attachment: Attachment, text: str) -> None:
-        named = replace(attachment, name=_without_nul(attachment.name))
-        self.attachments.append((named, _without_nul(text.replace("\r\n", "\n"))))
+        named = replace(attachment, name=without_nul(attachment.name))
+        self.attachments.append((named, without_nul(text.replace("\r\n", "\n"))))
 
     def _attached_message(self, part, inner, name: str, ancestors, depth: int) -> None:
         size = len(part.as_bytes()) if inner is not None else 0
@@ -570,17 +475,17 @@ class _Reader:
                 Attachment(name, "message/rfc822", size, False, "not scored: empty attached message"), ""
             )
             return
-        own_id = "".join(_ids(_header(inner, "Message-ID")))
+        own_id = "".join(message_ids(header_text(inner, "Message-ID")))
         chain = (*ancestors, own_id) if own_id else ancestors
         body = self.body_and_attachments(inner, chain, depth + 1, prefix=f"{name}/")
         text = body.text
         header = "\n".join(
             f"{label}: {value}"
             for label, value in (
-                ("From", _header(inner, "From")),
-                ("Sent", _header(inner, "Date")),
-                ("To", _header(inner, "To")),
-                ("Subject", _header(inner, "Subject")),
+                ("From", header_text(inner, "From")),
+                ("Sent", header_text(inner, "Date")),
+                ("To", header_text(inner, "To")),
+                ("Subject", header_text(inner, "Subject")),
             )
             if value
         )
@@ -682,7 +587,7 @@ class _Reader:
         the body nor one of its other forms: _list_parts) go to self.attachments. The body of an
         attached message (depth > 0) whose charset cannot be read is left unread, with the reason:
         it is an attachment's text; the message's own is refused (CHARSET_ERRORS)."""
-        body_part = _body_part(message)
+        body_part = find_body(message)
         text, unread, text_from, beside = "", "", "", None
         if body_part is not None:
             text_from = body_part.get_content_type()
@@ -693,7 +598,7 @@ class _Reader:
                     raise
                 self.unreadable.append(error)
                 unread = error.message
-            alternative = _body_alternative(message, body_part)
+            alternative = body_alternative(message, body_part)
             if alternative is not None and text_from == "text/plain" and not unread:
                 text, text_from, beside = self._choose_form(alternative, body_part, text)
         scope = _Scope(message, prefix, ancestors, depth, body_text=text, beside=beside)
@@ -726,13 +631,13 @@ class _Reader:
         that only says "use an HTML-capable client"). Then the HTML form is the text, and the
         text/plain form is read after it when it, too, says more than the HTML form. Each choice
         but the first is noted. The HTML form's text is that of its HTML parts, one after the
-        other (Apple Mail's is in pieces around its files: _form_files)."""
+        other (Apple Mail's is in pieces around its files: form_files)."""
         html = alternative.get_body(preferencelist=("html",))
-        form = next((f for f in alternative.iter_parts() if _holds(f, html)), None)
-        if html is None or form is None or _holds(form, plain):
+        form = next((f for f in alternative.iter_parts() if holds(f, html)), None)
+        if html is None or form is None or holds(form, plain):
             return plain_text, "text/plain", None
         noted = len(self.notes)
-        pieces = [p for p in _leaves(form) if p.get_content_type() == "text/html" and _is_fragment(p)]
+        pieces = [p for p in leaves(form) if p.get_content_type() == "text/html" and is_fragment(p)]
         try:
             html_text = "\n\n".join(self.part_text(p, "the HTML form of the body") for p in pieces).strip()
         except SourceError as error:
@@ -773,10 +678,10 @@ class _Reader:
                 continue
             if child.get_content_maintype() != "multipart":
                 self.attachment(child, scope)
-            elif child.get_content_subtype() in ("alternative", "related") and _holds(child, body):
+            elif child.get_content_subtype() in ("alternative", "related") and holds(child, body):
                 # the body's other forms (its HTML twin) and the images it shows inline, but for
                 # the files inside a form (_list_body_forms)
-                alternative = _body_alternative(child, body)
+                alternative = body_alternative(child, body)
                 if alternative is not None:
                     self._list_body_forms(alternative, body, scope)
             elif child.get_content_subtype() == "alternative":
@@ -788,11 +693,11 @@ class _Reader:
         """List the files inside the forms of the body's multipart/alternative: Apple Mail sends a
         mail with a file as text/plain and multipart/mixed of the HTML before the file, the file
         and the HTML after it, and a file there used to be neither listed nor read. The forms'
-        text is not read again (_form_files). An invitation that is a form (Google and Outlook
+        text is not read again (form_files). An invitation that is a form (Google and Outlook
         send text/calendar beside text/plain and HTML) is listed and read for what the text does
         not say (calendar_text_beside): a description the text does not give used to be lost."""
         for form in alternative.iter_parts():
-            if scope.beside is not None and _holds(form, scope.beside[0]):
+            if scope.beside is not None and holds(form, scope.beside[0]):
                 part, text = scope.beside
                 scope.listed += 1
                 name = scope.prefix + (part.get_filename() or f"part-{scope.listed}")
@@ -800,19 +705,19 @@ class _Reader:
                 self._add(Attachment(name, part.get_content_type(), size, True, ""), text)
             if form is body:
                 continue
-            if _is_calendar(form):
+            if is_calendar(form):
                 said = scope.body_text + (f"\n\n{scope.beside[1]}" if scope.beside else "")
                 self.attachment(form, scope, form_of=said)
-            for part in _form_files(form, body):
+            for part in form_files(form, body):
                 self.attachment(part, scope)
 
     def _list_forms(self, alternative: EmailMessage, scope: _Scope) -> None:
         """List the forms of a multipart/alternative that is not the body's, and read one: its
         forms say the same thing (RFC 2046, 5.1.4), so reading each would score it twice. The one
-        read is the form a body would be (text/plain, else text/html: _body_part) when it has
+        read is the form a body would be (text/plain, else text/html: find_body) when it has
         text, else the last form that has text (the richest, RFC 2046 says); the others are
         listed as not scored."""
-        preferred = _body_part(alternative)
+        preferred = find_body(alternative)
         read = []  # (form, the indexes of its entries in self.attachments that have text)
         for form in alternative.iter_parts():
             start = len(self.attachments)
@@ -827,7 +732,7 @@ class _Reader:
                 read.append((form, scored))
         if not read:
             return
-        kept, kept_scored = next((f for f in read if _holds(f[0], preferred)), read[-1])
+        kept, kept_scored = next((f for f in read if holds(f[0], preferred)), read[-1])
         name = self.attachments[kept_scored[0]][0].name
         note = f"not scored: another form (multipart/alternative) of {name}, which is read"
         for form, scored in read:
@@ -860,7 +765,7 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
             "no RFC 5322 header (From, Date, Message-ID, Subject or To) was found: this is not an email.",
         )
     reader = _Reader(limits)
-    message_id = "".join(_ids(_header(message, "Message-ID"))[:1])
+    message_id = "".join(message_ids(header_text(message, "Message-ID"))[:1])
     try:
         reader.check_structure(message, (message_id,) if message_id else (), 0)
         text, text_from, _ = reader.body_and_attachments(message, (message_id,) if message_id else (), 0)
@@ -887,18 +792,18 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
             f"in it and no text attachment (its parts: {', '.join(kinds) or 'none'}).",
         )
     body, attachments = _layout(text, reader.attachments)
-    references = _ids(_header(message, "References"))
-    in_reply_to = "".join(_ids(_header(message, "In-Reply-To"))[:1])
+    references = message_ids(header_text(message, "References"))
+    in_reply_to = "".join(message_ids(header_text(message, "In-Reply-To"))[:1])
     if not message_id:
         message_id = ""
     external_id = message_id if message_id and len(message_id) <= 200 else ""
     if not external_id:
         external_id = "sha256:" + hashlib.sha256(raw).hexdigest()
     headers = {
-        "from": _header(message, "From"),
-        "to": list(_addresses(message, "To")),
-        "cc": list(_addresses(message, "Cc")),
-        "date": _header(message, "Date"),
+        "from": header_text(message, "From"),
+        "to": list(addresses(message, "To")),
+        "cc": list(addresses(message, "Cc")),
+        "date": header_text(message, "Date"),
         "message_id": message_id,
         "in_reply_to": in_reply_to,
         "references": list(references),
@@ -907,122 +812,21 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
     if reader.notes:
         headers["notes"] = reader.notes
     participants = tuple(
-        sorted({_address_only(a) for a in (_header(message, "From"), *headers["to"], *headers["cc"]) if a})
+        sorted({address_only(a) for a in (header_text(message, "From"), *headers["to"], *headers["cc"]) if a})
     )
     return SourceMessage(
         external_id=external_id,
         body=body,
-        sender=_sender_address(message),
+        sender=sender_address(message),
         channel="email",
-        received_at=_date(message),
-        subject=_header(message, "Subject"),
+        received_at=sent_date(message),
+        subject=header_text(message, "Subject"),
         headers=headers,
         attachments=attachments,
         message_id=message_id,
         thread_refs=tuple(dict.fromkeys((*references, *((in_reply_to,) if in_reply_to else ())))),
         participants=participants,
     )
-
-
-BODY_PREFERENCE = ("plain", "html")
-# The text/* subtypes that are a mail's text, and so may be its body: those of BODY_PREFERENCE,
-# text/enriched and text/richtext (FORMATTED_TYPES) and Markdown. Any other text part (text/csv,
-# text/calendar, text/xml...) is a file sent with the text, read as an attachment.
-BODY_SUBTYPES = frozenset({*BODY_PREFERENCE, "enriched", "richtext", "markdown", "x-markdown"})
-
-
-def _body_part(part: EmailMessage) -> EmailMessage | None:
-    """The part that is the message's body, or None. The standard library's get_body prefers
-    text/plain anywhere in the message, so in Mailman's multipart/mixed around an HTML-only mail
-    (text/html, then the list's text/plain footer) it chose the footer, and the sender's HTML was
-    listed as an attachment, not scored. Here the preference holds between the forms of one
-    multipart/alternative (and inside multipart/related, both read by the standard library); in
-    any other multipart (mixed, signed, report) the parts come in the sender's order (RFC 2046,
-    5.1.3) and the first that holds a body is the body; the parts after it are attachments
-    (_Reader._list_parts), so a footer is read after it."""
-    if part.is_attachment():
-        return None
-    maintype, subtype = part.get_content_maintype(), part.get_content_subtype()
-    if maintype == "text":
-        return part if subtype in BODY_SUBTYPES else None
-    if maintype != "multipart":
-        return None
-    if subtype in ("alternative", "related"):
-        return part.get_body(preferencelist=BODY_PREFERENCE)
-    return next((found for child in part.iter_parts() if (found := _body_part(child)) is not None), None)
-
-
-def _body_alternative(part: EmailMessage, body: EmailMessage | None) -> EmailMessage | None:
-    """The multipart/alternative of which `body` is a form, the outermost in `part` that holds it
-    (attached messages not opened), or None."""
-    if body is None or part.get_content_maintype() != "multipart" or not _holds(part, body):
-        return None
-    if part.get_content_subtype() == "alternative":
-        return part
-    return next(
-        (found for child in part.iter_parts() if (found := _body_alternative(child, body)) is not None), None
-    )
-
-
-def _form_files(form: EmailMessage, body: EmailMessage):
-    """The parts of `form`, a form of the body's multipart/alternative, that are files sent with
-    the text, not the text: in the body's own form every part but the body, in another form every
-    part but its text (the text types a body may be, not attached nor named: Apple Mail's HTML
-    fragments); in multipart/related neither the parts after the first that have a Content-ID,
-    which the first shows inline (a logo, a signature's image), as in the body's own."""
-    if form.get_content_maintype() != "multipart":
-        return
-    related = form.get_content_subtype() == "related"
-    for index, part in enumerate(form.iter_parts()):
-        if part is body or (related and index > 0 and part.get("Content-ID") is not None):
-            continue
-        if part.get_content_maintype() == "multipart":
-            yield from _form_files(part, body)
-        elif _holds(form, body) or not _is_fragment(part):
-            yield part
-
-
-def _is_calendar(part: EmailMessage) -> bool:
-    """Whether `part` is a calendar invitation (CALENDAR_TYPES, or application/octet-stream named
-    .ics)."""
-    content_type = part.get_content_type()
-    return content_type in CALENDAR_TYPES or (
-        content_type == "application/octet-stream" and (part.get_filename() or "").lower().endswith(".ics")
-    )
-
-
-def _is_fragment(part: EmailMessage) -> bool:
-    """Whether `part` is (a piece of) a form's text: a text type a body may be, not attached, not
-    named."""
-    return (
-        part.get_content_maintype() == "text"
-        and part.get_content_subtype() in BODY_SUBTYPES
-        and not part.is_attachment()
-        and not part.get_filename()
-    )
-
-
-def _leaves(part: EmailMessage):
-    """The parts of `part` that are not multiparts, at any depth, attached messages not opened."""
-    if part.get_content_maintype() == "multipart":
-        for child in part.iter_parts():
-            yield from _leaves(child)
-    else:
-        yield part
-
-
-def _holds(part: EmailMessage, target: EmailMessage | None) -> bool:
-    """Whether `target` is `part` or inside it (not looking into attached messages)."""
-    if part is target:
-        return True
-    if part.get_content_maintype() != "multipart":
-        return False
-    return any(_holds(child, target) for child in part.iter_parts())
-
-
-def _address_only(value: str) -> str:
-    match = re.search(r"<([^<>]+)>", value)
-    return (match.group(1) if match else value).strip().lower()
 
 
 def _layout(text: str, attachments: list[tuple[Attachment, str]]) -> tuple[str, list[dict]]:
