@@ -27,8 +27,8 @@ app.conf.task_queues = tuple(Queue(name) for name in queues.ALL)
 app.conf.task_routes = {
     "scoring.tasks.score_batch": {"queue": queues.GPU, "priority": queues.SCORING_PRIORITY},
     "scoring.tasks.shadow_score_batch": {"queue": queues.GPU, "priority": queues.SHADOW_PRIORITY},
-    "scoring.tasks.compare_models": {"queue": queues.CHECKS},
+    "scoring.tasks.compare_models": {"queue": queues.CHECKS, "priority": queues.CHECKS_PRIORITY},
     "explanations.tasks.explain_batch": {"queue": queues.GPU, "priority": queues.EXPLAIN_PRIORITY},
-    "explanations.tasks.canary_check": {"queue": queues.CHECKS},
+    "explanations.tasks.canary_check": {"queue": queues.CHECKS, "priority": queues.CHECKS_PRIORITY},
 }
 app.autodiscover_tasks()

@@ -13,6 +13,9 @@ queues in their worker command lines (`-Q gpu,checks`, `-Q default`).
 On the gpu queue, scoring goes before explanations and explanations before shadow scoring:
 scoring decides where a message goes (a message not scored is not in anyone's queue), an
 explanation only completes what a reviewer will read, and shadow scores are for a comparison.
+The checks queue's tasks (a canary check, a model comparison: minutes of model work) rank with
+shadow scoring, because a GPU worker consumes `-Q gpu,checks` and takes the lists of both queues
+in priority order.
 On Redis a worker takes the waiting message of the lowest priority number first (kombu's
 priority steps 0, 3, 6, 9: 0 is first, a message without one counts as 0), so a batch published
 again after a crash, or new mail during a backlog of explanations, waits for at most the batch a
@@ -28,3 +31,4 @@ ALL = (DEFAULT, GPU, CHECKS)
 SCORING_PRIORITY = 0
 EXPLAIN_PRIORITY = 3
 SHADOW_PRIORITY = 6
+CHECKS_PRIORITY = 6

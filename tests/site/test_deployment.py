@@ -122,6 +122,26 @@ def test_the_workers_together_consume_every_queue_tasks_are_routed_to():
     assert routed | {celery_app.conf.task_default_queue} <= consumed
 
 
+def test_a_gpu_worker_takes_scoring_first_then_explanations_then_shadow_scoring_and_checks():
+    # kombu's Redis transport takes the lowest priority number first, across the queues a worker
+    # consumes (-Q gpu,checks); the order within the gpu queue is asserted on a real Redis in
+    # tests/scoring/test_pipeline_reliability.py
+    def priority(task: str) -> int:
+        return celery_app.amqp.router.route({}, task)["priority"]
+
+    scoring = priority("scoring.tasks.score_batch")
+    explaining = priority("explanations.tasks.explain_batch")
+    later = {
+        priority(task)
+        for task in (
+            "scoring.tasks.shadow_score_batch",
+            "scoring.tasks.compare_models",
+            "explanations.tasks.canary_check",
+        )
+    }
+    assert scoring < explaining < min(later)
+
+
 @pytest.mark.parametrize("name", sorted(_gpu_workers(EVERY_SERVICE)))
 def test_every_gpu_worker_reserves_an_nvidia_device_and_consumes_the_model_queues(name):
     worker = EVERY_SERVICE[name]

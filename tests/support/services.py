@@ -120,8 +120,9 @@ def broker(url: str, transport_options: dict | None = None) -> Iterator[None]:
 
 def published(queue: str) -> list[tuple[str, list]]:
     """Take every message waiting in `queue` on this process's broker (the in-memory one in
-    tests): (task name, positional args) of each, oldest first. Call it once before the code
-    under test too, to start from an empty queue."""
+    tests): (task name, positional args) of each, in the order a worker takes them: oldest
+    first, except that on Redis a lower priority number goes first (core/queues.py). Call it once
+    before the code under test too, to start from an empty queue."""
     taken = []
     with celery_app.connection_for_write() as connection:
         channel = connection.default_channel

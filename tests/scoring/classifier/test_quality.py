@@ -57,7 +57,7 @@ def test_split_scored(float32_test_split):
 EMULATED_STRIDE = 4
 
 
-def test_bfloat16_flags_and_types_every_test_message_as_float32_does(float32_test_split):
+def test_bfloat16_flags_and_types_the_test_messages_as_float32_does(float32_test_split):
     # given the trained classifier in both number formats, deciding at its threshold (float32's
     # scores of the test split: the module's one float32 pass)
     exact, rows, reference = float32_test_split
