@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from scoring.sources.wording import FORM_WORDS_MORE, lacking, says_more, tokens, unsaid_lines
 
 
@@ -38,3 +40,13 @@ def test_a_form_that_adds_a_footer_or_repeats_a_word_does_not_say_more():
     assert not says_more(text + " Northfield Wealth, 1 Example Street. Unsubscribe", text)
     assert not says_more(text.upper() + " <https://bank.example/statement>", text)
     assert lacking("guaranteed guaranteed returns", "returns are guaranteed") == 1
+
+
+@pytest.mark.timeout(10)
+def test_words_of_a_long_text_of_at_signs_are_found_in_linear_time():
+    # given: 200 KB that a pattern for addresses across the whole text took cubic time on
+    text = "a@" * 100_000 + " and returns are guaranteed"
+
+    # then: one word, an address, left out; the rest read
+    assert tokens(text) == ["and", "returns", "are", "guaranteed"]
+    assert tokens("(www.bank.example) MAILTO:bob x://y 8%") == ["8"]
