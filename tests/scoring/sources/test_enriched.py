@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scoring.sources.enriched import enriched_to_text
+from scoring.sources.enriched import MAX_QUOTE_DEPTH, enriched_to_text
 
 
 def test_commands_are_dropped_and_parameters_with_them():
@@ -34,3 +34,14 @@ def test_richtext_line_breaks_and_less_than_signs_are_read():
     text = enriched_to_text("Returns <bold>guaranteed</bold><nl>at <lt>8%", richtext=True)
 
     assert text == "Returns guaranteed\nat <8%"
+
+
+def test_excerpts_nested_past_the_limit_get_no_more_quote_marks():
+    # given: 240 KB of 20,000 nested excerpts over 20,000 lines, which wrote 400 MB
+    markup = "<excerpt>" * 20_000 + "x\n\n" * 20_000
+
+    # when
+    lines = enriched_to_text(markup).split("\n")
+
+    # then: every line read, each with MAX_QUOTE_DEPTH quote marks
+    assert lines == [">" * MAX_QUOTE_DEPTH + " x"] * 20_000
