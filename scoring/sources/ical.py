@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from scoring.sources.html import html_to_text
-from scoring.sources.wording import unsaid_lines, words
+from scoring.sources.wording import Said, unsaid_lines, words
 
 _ICAL_FIELDS = {
     "SUMMARY": "Title",
@@ -74,8 +74,9 @@ def calendar_text_beside(ical: str, text: str) -> str:
     text/calendar beside the text/plain and HTML forms of the message): of each field, only the
     lines that `text` does not say (wording.unsaid_lines), so that what both say is read once."""
     fields = []
+    said = Said(text)  # once, not once per field
     for label, value in calendar_fields(ical):
-        unsaid = unsaid_lines(value, text).strip()
+        unsaid = unsaid_lines(value, said).strip()
         if unsaid:
             fields.append(f"{label}: {unsaid}")
     return "\n".join(fields)

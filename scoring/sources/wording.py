@@ -42,16 +42,72 @@ def tokens(text: str) -> list[str]:
     return found
 
 
-def unsaid_lines(text: str, said: str) -> str:
+class Said:
+    """What a text says, to look its lines up in (unsaid_lines): its words (`tokens`) as a suffix
+    automaton, which finds whether a run of k words comes one after the other among them in k
+    steps. It is built once, in time linear in the text's length, so looking up every line of
+    the fields of an invitation costs their length, not their number of lines times the text's
+    (a text tokenised again for each field, and searched whole for each line, was quadratic)."""
+
+    def __init__(self, text: str) -> None:
+        self._next: list[dict[str, int]] = [{}]
+        self._link = [-1]
+        self._length = [0]
+        last = 0
+        for token in tokens(text):
+            last = self._extend(last, token)
+
+    def _extend(self, last: int, token: str) -> int:
+        """The standard construction (Blumer et al., 1985): at most 2n states, 3n transitions."""
+        new = self._state(self._length[last] + 1, {})
+        state = last
+        while state != -1 and token not in self._next[state]:
+            self._next[state][token] = new
+            state = self._link[state]
+        if state == -1:
+            self._link[new] = 0
+            return new
+        target = self._next[state][token]
+        if self._length[state] + 1 == self._length[target]:
+            self._link[new] = target
+            return new
+        clone = self._state(self._length[state] + 1, dict(self._next[target]))
+        self._link[clone] = self._link[target]
+        while state != -1 and self._next[state].get(token) == target:
+            self._next[state][token] = clone
+            state = self._link[state]
+        self._link[target] = self._link[new] = clone
+        return new
+
+    def _state(self, length: int, transitions: dict[str, int]) -> int:
+        self._next.append(transitions)
+        self._link.append(0)
+        self._length.append(length)
+        return len(self._next) - 1
+
+    def says(self, words: list[str]) -> bool:
+        """Whether `words` come one after the other among the text's words."""
+        state = 0
+        for word in words:
+            found = self._next[state].get(word)
+            if found is None:
+                return False
+            state = found
+        return True
+
+
+def unsaid_lines(text: str, said: str | Said) -> str:
     """The lines of `text` that `said` does not say: those whose words (`tokens`) are not found,
     one after the other, among the words of `said`. A line of no words says nothing; a line said
     with a word more or less, or in another order, is not said ("returns are guaranteed" is not
-    said by "returns are not guaranteed")."""
-    haystack = f" {' '.join(tokens(said))} "
+    said by "returns are not guaranteed"). Looking up several texts in one `said`, pass it as a
+    Said, built once."""
+    if isinstance(said, str):
+        said = Said(said)
     kept = []
     for line in text.split("\n"):
-        needle = " ".join(tokens(line))
-        if needle and f" {needle} " not in haystack:
+        needle = tokens(line)
+        if needle and not said.says(needle):
             kept.append(line)
     return "\n".join(kept)
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from scoring.sources.wording import FORM_WORDS_MORE, lacking, says_more, tokens, unsaid_lines
+from scoring.sources.wording import FORM_WORDS_MORE, Said, lacking, says_more, tokens, unsaid_lines
 
 
 def test_words_are_case_folded_runs_of_letters_and_digits_without_links_or_addresses():
@@ -50,3 +52,17 @@ def test_words_of_a_long_text_of_at_signs_are_found_in_linear_time():
     # then: one word, an address, left out; the rest read
     assert tokens(text) == ["and", "returns", "are", "guaranteed"]
     assert tokens("(www.bank.example) MAILTO:bob x://y 8%") == ["8"]
+
+
+def test_a_line_is_said_exactly_when_its_words_are_a_run_of_the_text_s_words():
+    # given: texts of few distinct words, where runs repeat and overlap
+    generator = random.Random(18)
+    for _ in range(200):
+        said_words = [generator.choice("abc") for _ in range(generator.randrange(30))]
+        said = Said(" ".join(said_words))
+        for _ in range(20):
+            line = [generator.choice("abc") for _ in range(generator.randrange(1, 6))]
+
+            # then: as a search of the joined words finds
+            expected = f" {' '.join(line)} " in f" {' '.join(said_words)} "
+            assert said.says(line) == expected
