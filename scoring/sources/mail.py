@@ -94,7 +94,7 @@ from scoring.sources.mime_tree import (
     leaves,
 )
 from scoring.sources.types import Attachment, SourceMessage
-from scoring.sources.wording import lacking, says_more, words
+from scoring.sources.wording import lacking, says_more, unsaid_lines, words
 from scoring.text import has_content
 
 
@@ -146,6 +146,8 @@ CHARSET_ERRORS = frozenset({"unknown_charset", "charset_mismatch"})
 SEALED_TYPES = frozenset(
     {"application/pkcs7-mime", "application/x-pkcs7-mime", "multipart/encrypted", "application/pgp-encrypted"}
 )
+# What the lines of a body's text/plain form read after its HTML form are listed as (_choose_form).
+PLAIN_FORM_NAME = "text/plain form of the body"
 ARCHIVE_TYPES = frozenset({"application/zip", "application/x-zip-compressed", "application/x-zip"})
 _STRUCTURE_DEFECTS = (
     email_errors.NoBoundaryInMultipartDefect,
@@ -213,7 +215,8 @@ class _Scope:
     """Where the parts being listed are: the message holding them (an attached message is a scope
     of its own), the prefix of their names, the Message-IDs around them, the nesting depth, the
     text of its body as read (an HTML part that says the same is not read again), the text/plain
-    form read after an HTML one that is the text (_Reader._choose_form), and how many parts have
+    form and the lines of it read after an HTML one that is the text (_Reader._choose_form), and
+    how many parts have
     been listed (a part with no name is "part-N")."""
 
     message: EmailMessage
@@ -629,9 +632,10 @@ class _Reader:
         text says more (wording.says_more: the text/plain form is empty, or lacks FORM_WORDS_MORE
         of the HTML's words, or the two share less than half of their words: a text/plain form
         that only says "use an HTML-capable client"). Then the HTML form is the text, and the
-        text/plain form is read after it when it, too, says more than the HTML form. Each choice
-        but the first is noted. The HTML form's text is that of its HTML parts, one after the
-        other (Apple Mail's is in pieces around its files: form_files)."""
+        lines of the text/plain form that the HTML form does not say (wording.unsaid_lines) are
+        read after it, listed as PLAIN_FORM_NAME. Each choice but the first is noted. The HTML
+        form's text is that of its HTML parts, one after the other (Apple Mail's is in pieces
+        around its files: form_files)."""
         html = alternative.get_body(preferencelist=("html",))
         form = next((f for f in alternative.iter_parts() if holds(f, html)), None)
         if html is None or form is None or holds(form, plain):
@@ -653,18 +657,24 @@ class _Reader:
         if not has_content(plain_text):
             self.notes.append("the text/plain form of the body is empty: its HTML form is read.")
             return html_text, "text/html", None
+        # The lines of the text/plain form that the HTML form does not say are read after it: a
+        # line of fewer than FORM_WORDS_MORE words that only the text/plain form has ("Returns are
+        # guaranteed at 8% a year.") was lost, and the lines both say are read once.
+        unsaid = unsaid_lines(plain_text, html_text).strip()
+        beside = (plain, unsaid) if has_content(unsaid) else None
+        after = ", and the lines of the text/plain form that it does not say after it" if beside else ""
         if says_more(plain_text, html_text):
             self.notes.append(
                 "the text/plain and HTML forms of the body say different things (the text/plain form "
                 f"lacks {missing} of the HTML form's words, the HTML form {lacking(plain_text, html_text)} "
-                "of the text/plain form's): the HTML form is read, and the text/plain form after it."
+                f"of the text/plain form's): the HTML form is read{after}."
             )
-            return html_text, "text/html", (plain, plain_text)
+            return html_text, "text/html", beside
         self.notes.append(
             f"the text/plain form of the body says less than its HTML form (it lacks {missing} of the "
-            "HTML form's words): the HTML form is read."
+            f"HTML form's words): the HTML form is read{after}."
         )
-        return html_text, "text/html", None
+        return html_text, "text/html", beside
 
     def _list_parts(self, multipart: EmailMessage, body: EmailMessage | None, scope: _Scope) -> None:
         """List the parts of `multipart` that are not its body nor one of the body's other forms,
@@ -700,7 +710,7 @@ class _Reader:
             if scope.beside is not None and holds(form, scope.beside[0]):
                 part, text = scope.beside
                 scope.listed += 1
-                name = scope.prefix + (part.get_filename() or f"part-{scope.listed}")
+                name = scope.prefix + (part.get_filename() or PLAIN_FORM_NAME)
                 size = len(part.get_payload(decode=True) or b"")
                 self._add(Attachment(name, part.get_content_type(), size, True, ""), text)
             if form is body:

@@ -407,7 +407,7 @@ def test_a_placeholder_text_plain_form_does_not_hide_the_html_form(html):
     assert message.body.count("Returns are guaranteed") == 1
     (placeholder,) = message.attachments
     assert (placeholder["name"], placeholder["content_type"], placeholder["scored"]) == (
-        "part-1",
+        "text/plain form of the body",
         "text/plain",
         True,
     )
@@ -440,15 +440,49 @@ def test_a_text_plain_form_that_says_much_less_than_the_html_form_gives_the_html
     # when
     message = parse_email(raw)
 
-    # then: the HTML form alone, as the text/plain form says nothing it does not
+    # then: the HTML form, and after it the one line of the text/plain form it does not say
     assert message.body.startswith("Our spring letter.\n\nIncome Plus pays 8% a year and the returns are")
     assert message.body.count("Our spring letter") == 1
-    assert message.attachments == []
+    assert message.body.endswith("]\nRead it online: https://bank.example/letter")
+    assert [a["name"] for a in message.attachments] == ["text/plain form of the body"]
     assert message.headers["text_from"] == "text/html"
     assert message.headers["notes"] == [
         "the text/plain form of the body says less than its HTML form (it lacks 34 of the HTML form's "
-        "words): the HTML form is read."
+        "words): the HTML form is read, and the lines of the text/plain form that it does not say "
+        "after it."
     ]
+
+
+def test_a_short_line_only_the_text_plain_form_says_is_read_after_the_html_form():
+    # given: an HTML form adding 20 words and more to a text/plain form that otherwise repeats it
+    # but for a line of fewer than 20 words (which was lost)
+    letter = (
+        b"<p>Our spring letter.</p><p>Income Plus is our new fund for savers who want a steady income "
+        b"from a mix of bonds and shares, managed by our own team in London and paid into your account "
+        b"every month.</p>"
+    )
+    plain = (
+        b"Our spring letter.\nIncome Plus is our new fund for savers.\nReturns are guaranteed at 8% a year."
+    )
+    raw = alternative_of(plain, letter)
+
+    # when
+    message = parse_email(raw)
+
+    # then: the HTML form, then that line of the text/plain form, each once
+    assert message.headers["text_from"] == "text/html"
+    assert message.body.startswith("Our spring letter.\n\nIncome Plus is our new fund")
+    assert message.body.count("Our spring letter") == 1
+    assert message.body.endswith("]\nReturns are guaranteed at 8% a year.")
+    (form,) = message.attachments
+    assert (form["name"], form["content_type"], form["scored"]) == (
+        "text/plain form of the body",
+        "text/plain",
+        True,
+    )
+    assert message.headers["notes"][0].endswith(
+        "the HTML form is read, and the lines of the text/plain form that it does not say after it."
+    )
 
 
 def test_an_html_form_whose_charset_cannot_be_read_leaves_the_text_plain_form_read_with_a_note():
