@@ -596,14 +596,16 @@ class _Reader:
             text_from = body_part.get_content_type()
             try:
                 text = self.part_text(body_part, f"the {text_from} body")
+                alternative = body_alternative(message, body_part)
+                if alternative is not None and text_from == "text/plain":
+                    # inside the try: an empty text/plain form beside an HTML form whose charset
+                    # cannot be read leaves an attached message unread, as its text/plain body would
+                    text, text_from, beside = self._choose_form(alternative, body_part, text)
             except SourceError as error:
                 if depth == 0 or error.code not in CHARSET_ERRORS:
                     raise
                 self.unreadable.append(error)
                 unread = error.message
-            alternative = body_alternative(message, body_part)
-            if alternative is not None and text_from == "text/plain" and not unread:
-                text, text_from, beside = self._choose_form(alternative, body_part, text)
         scope = _Scope(message, prefix, ancestors, depth, body_text=text, beside=beside)
         if message.get_content_type() == "message/rfc822":  # the whole message is a forward
             self.attachment(message, scope)

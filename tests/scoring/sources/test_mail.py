@@ -805,6 +805,41 @@ def test_an_attached_message_whose_text_s_charset_cannot_be_read_is_listed_as_no
     assert "'x-klingon'" in forward["note"]
 
 
+@pytest.mark.parametrize(
+    "charset, html",
+    [("x-foo", "<p>Zéro risque.</p>".encode("latin-1")), ("utf-8", "<p>Zéro risque.</p>".encode("latin-1"))],
+    ids=["unknown", "mismatch"],
+)
+def test_an_attached_message_with_an_empty_text_plain_form_and_an_unreadable_html_form_is_not_scored(
+    charset, html
+):
+    # given: a forward whose text/plain form is empty and whose HTML form cannot be read
+    inner = (
+        b"From: Ann <ann@client.example>\nMessage-ID: <inner@client.example>\nSubject: Offer\n"
+        b"MIME-Version: 1.0\nContent-Type: multipart/alternative; boundary=a\n\n"
+        b"--a\nContent-Type: text/plain; charset=utf-8\n\n\n"
+        b"--a\nContent-Type: text/html; charset=" + charset.encode() + b"\n\n" + html + b"\n--a--\n"
+    )
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/mixed; boundary=m",
+        body=(
+            b"--m\nContent-Type: text/plain\n\nFYI, see below.\n--m\nContent-Type: message/rfc822\n\n"
+            + inner
+            + b"\n--m--\n"
+        ),
+    )
+
+    # when: not refused as a whole
+    message = parse_email(raw)
+
+    # then: the forward is listed, not scored, saying why
+    assert message.body == "FYI, see below."
+    (forward,) = message.attachments
+    assert (forward["name"], forward["scored"]) == ("Offer.eml", False)
+    assert forward["note"].startswith("not scored: its text cannot be read: the HTML form of the body")
+
+
 def test_a_message_whose_only_text_is_an_attachment_with_an_unreadable_charset_is_refused_for_it():
     raw = raw_mail(
         "MIME-Version: 1.0",
