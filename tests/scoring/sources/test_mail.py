@@ -485,6 +485,25 @@ def test_a_short_line_only_the_text_plain_form_says_is_read_after_the_html_form(
     )
 
 
+def test_a_japanese_text_plain_form_hard_wrapped_is_read_once_beside_its_unwrapped_html_form():
+    # given: a text/plain form wrapped at 35 characters, and the HTML form's one paragraph
+    text = (
+        "弊社の新しい投資信託は毎年八パーセントの利回りを元本保証付きでお約束いたしますので安心してご投資いただけます。"
+        "詳しくは担当者までお気軽にお問い合わせいただければ幸いでございますのでよろしくお願い申し上げます。"
+    )
+    wrapped = "\n".join(text[i : i + 35] for i in range(0, len(text), 35))
+    raw = alternative_of(wrapped.encode(), f"<p>{text}</p>".encode())
+
+    # when
+    message = parse_email(raw)
+
+    # then: its text/plain form alone (a run of such characters was one word, and the two forms
+    # shared none)
+    assert message.headers["text_from"] == "text/plain"
+    assert message.body == wrapped
+    assert message.attachments == []
+
+
 def test_an_html_form_whose_charset_cannot_be_read_leaves_the_text_plain_form_read_with_a_note():
     raw = raw_mail(
         "MIME-Version: 1.0",
