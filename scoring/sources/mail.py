@@ -94,7 +94,7 @@ from scoring.sources.mime_tree import (
     leaves,
 )
 from scoring.sources.types import Attachment, SourceMessage
-from scoring.sources.wording import lacking, says_more, unsaid_lines, words
+from scoring.sources.wording import lacking, says_more, unsaid_lines
 from scoring.text import has_content
 
 
@@ -445,13 +445,28 @@ class _Reader:
         elif content_type in FORMATTED_TYPES:
             text = self.part_text(part, f"the attachment {name!r}", data)
             # An HTML part after a text/plain body in multipart/mixed (not multipart/alternative, as
-            # it should be) is that text's other form when it says the same, whitespace aside.
-            if words(text) and words(text) == words(scope.body_text):
+            # it should be) is that text's other form when neither says more than the other
+            # (wording.says_more, as between the forms of multipart/alternative: a link's address
+            # spelt out in one form only is not a difference); then only its lines that the text
+            # does not say are read.
+            body = scope.body_text
+            if (
+                has_content(text)
+                and has_content(body)
+                and not (says_more(text, body) or says_more(body, text))
+            ):
                 form = "HTML" if content_type == "text/html" else content_type
-                note = f"not scored: the {form} form of the message's text, which is read"
-                self._add(Attachment(name, content_type, len(data), False, note), "")
-            else:
-                self._add(Attachment(name, content_type, len(data), True, ""), text)
+                unsaid = unsaid_lines(text, body).strip()
+                if not has_content(unsaid):
+                    note = f"not scored: the {form} form of the message's text, which is read"
+                    self._add(Attachment(name, content_type, len(data), False, note), "")
+                    return
+                self.notes.append(
+                    f"the attachment {name!r} is the {form} form of the message's text: only the lines "
+                    "of it that the text does not say are read."
+                )
+                text = unsaid
+            self._add(Attachment(name, content_type, len(data), True, ""), text)
         elif (
             content_type in TEXT_ATTACHMENT_TYPES
             or lowered.endswith(TEXT_ATTACHMENT_SUFFIXES)

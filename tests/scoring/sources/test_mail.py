@@ -347,6 +347,49 @@ def test_an_html_part_that_repeats_the_text_body_in_multipart_mixed_is_listed_no
     )
 
 
+def test_an_html_part_in_multipart_mixed_that_shows_a_link_s_text_for_its_address_is_not_read_again():
+    # given: the text/plain body spells a link's address out where the HTML part shows its text
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/mixed; boundary=m",
+        body=(
+            b"--m\nContent-Type: text/plain\n\nYour returns are guaranteed: see our site https://firm.example\n"
+            b"--m\nContent-Type: text/html\n\n<p>Your returns are guaranteed: see "
+            b'<a href="https://firm.example">our site</a></p>\n--m--\n'
+        ),
+    )
+
+    message = parse_email(raw)
+
+    assert message.body == "Your returns are guaranteed: see our site https://firm.example"
+    (html,) = message.attachments
+    assert (html["scored"], html["note"]) == (
+        False,
+        "not scored: the HTML form of the message's text, which is read",
+    )
+
+
+def test_an_html_part_in_multipart_mixed_that_repeats_the_text_but_for_a_line_reads_that_line():
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/mixed; boundary=m",
+        body=(
+            b"--m\nContent-Type: text/plain\n\nHi Ann, your statement is attached.\nBest, Bob\n"
+            b"--m\nContent-Type: text/html\n\n<p>Hi Ann, your statement is attached.</p>"
+            b"<p>Returns are guaranteed.</p><p>Best, Bob</p>\n--m--\n"
+        ),
+    )
+
+    message = parse_email(raw)
+
+    assert message.body.count("your statement is attached") == 1
+    assert message.body.endswith("]\nReturns are guaranteed.")
+    assert message.headers["notes"] == [
+        "the attachment 'part-1' is the HTML form of the message's text: only the lines of it that the "
+        "text does not say are read."
+    ]
+
+
 def test_the_html_form_of_an_alternative_after_the_body_is_listed_not_read():
     raw = raw_mail(
         "MIME-Version: 1.0",
