@@ -206,10 +206,6 @@ def _without_clearsign_armour(text: str) -> str:
     return text[: head.start()] + signed + text[tail.end() :]
 
 
-def _describe(part: EmailMessage, index: int) -> str:
-    return f"part {index} ({part.get_content_type()})"
-
-
 @dataclass
 class _Scope:
     """Where the parts being listed are: the message holding them (an attached message is a scope
