@@ -326,44 +326,35 @@ def test_an_html_part_after_a_text_body_is_read_as_text_and_scored(disposition):
     assert message.headers["text_from"] == "text/plain"
 
 
-def test_an_html_part_that_repeats_the_text_body_in_multipart_mixed_is_listed_not_read_again():
+@pytest.mark.parametrize(
+    ("text", "html"),
+    [
+        # the same words
+        (b"Your returns are guaranteed.\nBest, Bob", b"<p>Your returns are guaranteed.<br>Best, Bob</p>"),
+        # the text/plain body spells a link's address out where the HTML part shows its text
+        (
+            b"Your returns are guaranteed: see our site https://firm.example",
+            b'<p>Your returns are guaranteed: see <a href="https://firm.example">our site</a></p>',
+        ),
+    ],
+    ids=["same-words", "link-text"],
+)
+def test_an_html_part_that_repeats_the_text_body_in_multipart_mixed_is_listed_not_read_again(text, html):
     # given: a mailer that puts the two forms of its text in multipart/mixed, not alternative
     raw = raw_mail(
         "MIME-Version: 1.0",
         "Content-Type: multipart/mixed; boundary=m",
         body=(
-            b"--m\nContent-Type: text/plain\n\nYour returns are guaranteed.\nBest, Bob\n"
-            b"--m\nContent-Type: text/html\n\n<p>Your returns are guaranteed.<br>Best, Bob</p>\n--m--\n"
+            b"--m\nContent-Type: text/plain\n\n" + text + b"\n"
+            b"--m\nContent-Type: text/html\n\n" + html + b"\n--m--\n"
         ),
     )
 
     message = parse_email(raw)
 
-    assert message.body == "Your returns are guaranteed.\nBest, Bob"
-    (html,) = message.attachments
-    assert (html["scored"], html["note"]) == (
-        False,
-        "not scored: the HTML form of the message's text, which is read",
-    )
-
-
-def test_an_html_part_in_multipart_mixed_that_shows_a_link_s_text_for_its_address_is_not_read_again():
-    # given: the text/plain body spells a link's address out where the HTML part shows its text
-    raw = raw_mail(
-        "MIME-Version: 1.0",
-        "Content-Type: multipart/mixed; boundary=m",
-        body=(
-            b"--m\nContent-Type: text/plain\n\nYour returns are guaranteed: see our site https://firm.example\n"
-            b"--m\nContent-Type: text/html\n\n<p>Your returns are guaranteed: see "
-            b'<a href="https://firm.example">our site</a></p>\n--m--\n'
-        ),
-    )
-
-    message = parse_email(raw)
-
-    assert message.body == "Your returns are guaranteed: see our site https://firm.example"
-    (html,) = message.attachments
-    assert (html["scored"], html["note"]) == (
+    assert message.body == text.decode()
+    (part,) = message.attachments
+    assert (part["scored"], part["note"]) == (
         False,
         "not scored: the HTML form of the message's text, which is read",
     )
