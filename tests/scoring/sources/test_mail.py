@@ -831,13 +831,9 @@ def test_an_attachment_whose_charset_cannot_be_read_is_listed_as_not_scored_and_
     assert f"{name!r} declares the charset" in attachment["note"] and why in attachment["note"]
 
 
-def test_an_attached_message_whose_text_s_charset_cannot_be_read_is_listed_as_not_scored():
-    # given: a forward as attachment whose text declares a charset this server does not know
-    inner = (
-        b"From: Ann <ann@client.example>\nMessage-ID: <inner@client.example>\nSubject: Offer\n"
-        b"Content-Type: text/plain; charset=x-klingon\n\n" + "Zéro risque.".encode("latin-1")
-    )
-    raw = raw_mail(
+def _forward(inner: bytes) -> bytes:
+    """A mail that says "FYI, see below." and attaches `inner` as message/rfc822."""
+    return raw_mail(
         "MIME-Version: 1.0",
         "Content-Type: multipart/mixed; boundary=m",
         body=(
@@ -846,6 +842,15 @@ def test_an_attached_message_whose_text_s_charset_cannot_be_read_is_listed_as_no
             + b"\n--m--\n"
         ),
     )
+
+
+def test_an_attached_message_whose_text_s_charset_cannot_be_read_is_listed_as_not_scored():
+    # given: a forward as attachment whose text declares a charset this server does not know
+    inner = (
+        b"From: Ann <ann@client.example>\nMessage-ID: <inner@client.example>\nSubject: Offer\n"
+        b"Content-Type: text/plain; charset=x-klingon\n\n" + "Zéro risque.".encode("latin-1")
+    )
+    raw = _forward(inner)
 
     # when
     message = parse_email(raw)
@@ -873,15 +878,7 @@ def test_an_attached_message_with_an_empty_text_plain_form_and_an_unreadable_htm
         b"--a\nContent-Type: text/plain; charset=utf-8\n\n\n"
         b"--a\nContent-Type: text/html; charset=" + charset.encode() + b"\n\n" + html + b"\n--a--\n"
     )
-    raw = raw_mail(
-        "MIME-Version: 1.0",
-        "Content-Type: multipart/mixed; boundary=m",
-        body=(
-            b"--m\nContent-Type: text/plain\n\nFYI, see below.\n--m\nContent-Type: message/rfc822\n\n"
-            + inner
-            + b"\n--m--\n"
-        ),
-    )
+    raw = _forward(inner)
 
     # when: not refused as a whole
     message = parse_email(raw)
