@@ -381,16 +381,24 @@ def test_an_html_part_in_multipart_mixed_that_repeats_the_text_but_for_a_line_re
     ]
 
 
-def test_the_html_form_of_an_alternative_after_the_body_is_listed_not_read():
-    raw = raw_mail(
+def _text_then_alternative(first: bytes, second: bytes) -> bytes:
+    """A mail of a text ("See the note below.") and, after it, a multipart/alternative of the two
+    forms `first` and `second` (each its headers, a blank line and its content)."""
+    return raw_mail(
         "MIME-Version: 1.0",
         "Content-Type: multipart/mixed; boundary=m",
         body=(
             b"--m\nContent-Type: text/plain\n\nSee the note below.\n"
             b"--m\nContent-Type: multipart/alternative; boundary=a\n\n"
-            b"--a\nContent-Type: text/plain\n\nZero risk to your capital.\n"
-            b"--a\nContent-Type: text/html\n\n<p>Zero risk to your <i>capital</i>.</p>\n--a--\n--m--\n"
+            b"--a\n" + first + b"\n--a\n" + second + b"\n--a--\n--m--\n"
         ),
+    )
+
+
+def test_the_html_form_of_an_alternative_after_the_body_is_listed_not_read():
+    raw = _text_then_alternative(
+        b"Content-Type: text/plain\n\nZero risk to your capital.",
+        b"Content-Type: text/html\n\n<p>Zero risk to your <i>capital</i>.</p>",
     )
 
     message = parse_email(raw)
@@ -1246,15 +1254,9 @@ def test_a_bodiless_multipart_alternative_of_two_invitations_reads_only_the_last
 def test_an_alternative_after_the_body_reads_its_text_plain_form_once():
     # given: a text, then a second multipart/alternative whose two forms are text/plain (a client
     # that labels both so) and text/plain again
-    raw = raw_mail(
-        "MIME-Version: 1.0",
-        "Content-Type: multipart/mixed; boundary=m",
-        body=(
-            b"--m\nContent-Type: text/plain\n\nSee the note below.\n"
-            b"--m\nContent-Type: multipart/alternative; boundary=a\n\n"
-            b"--a\nContent-Type: text/plain; format=flowed\n\nZero risk to your capital.\n"
-            b"--a\nContent-Type: text/plain\n\nZero risk to your capital.\n--a--\n--m--\n"
-        ),
+    raw = _text_then_alternative(
+        b"Content-Type: text/plain; format=flowed\n\nZero risk to your capital.",
+        b"Content-Type: text/plain\n\nZero risk to your capital.",
     )
 
     message = parse_email(raw)
