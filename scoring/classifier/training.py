@@ -28,7 +28,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -72,6 +72,7 @@ from scoring.classifier.threshold import (
     describe_rule,
 )
 from scoring.constants import CLASS_LABELS, ROUTING_RULES_ACTIVE, ROUTING_RULES_NONE
+from scoring.errors import TrainingDataError
 from scoring.segmentation import SEGMENTATION_VERSION
 
 logger = logging.getLogger(__name__)
@@ -399,6 +400,17 @@ def evaluation_report(scorer: Scorer, paths: Sequence[str], *, threshold: float,
     return report
 
 
+def _read_pinned(path, *, corpus: bool, digest: Callable[[str | Path], str]) -> tuple[list[dict], str]:
+    """The rows of a JSONL file and the digest of the bytes they were read from. The digest is
+    taken before and after reading, so a file replaced while it is read is refused, and one
+    replaced during the minutes of training does not change what the version records."""
+    before = digest(path) if Path(path).is_file() else None
+    rows = read_rows(path, corpus=corpus)  # refuses a missing file with a clear error
+    if digest(path) != before:
+        raise TrainingDataError(f"{path} changed while it was being read; nothing was trained.")
+    return rows, before
+
+
 def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainResult:
     """Fine-tune on the corpus's train split (+ extra rows), early-stop on val, calibrate on val,
     choose the threshold on val, measure val, test and the evaluation sets (routing with
@@ -410,9 +422,9 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
     device = resolve_device(config.device)
     precision = resolve_precision(config.precision, device)
 
-    corpus = read_rows(config.corpus_path, corpus=True)
-    extras = [(Path(p), read_rows(p, corpus=False)) for p in config.extra_paths]
-    train_rows = [r for r in corpus if r["split"] == "train"] + [r for _, rows in extras for r in rows]
+    corpus, corpus_digest = _read_pinned(config.corpus_path, corpus=True, digest=corpus_sha256)
+    extras = [(Path(p), *_read_pinned(p, corpus=False, digest=file_sha256)) for p in config.extra_paths]
+    train_rows = [r for r in corpus if r["split"] == "train"] + [r for _, rows, _ in extras for r in rows]
     val_rows = [r for r in corpus if r["split"] == "val"]
     test_rows = [r for r in corpus if r["split"] == "test"]
 
@@ -586,9 +598,7 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
     novel = [r for r in test_scored if NOVEL in r["slices"]]
     test_in_distribution = summarize(in_distribution, threshold)
     rule = describe_rule(config.target_recall, config.type_floor)
-    extra_data = [
-        {"path": str(path), "sha256": file_sha256(path), "rows": len(rows)} for path, rows in extras
-    ]
+    extra_data = [{"path": str(path), "sha256": sha, "rows": len(rows)} for path, rows, sha in extras]
     evaluation = evaluation_report(scorer, config.evaluation_sets, threshold=threshold, rules=rules)
     seconds = time.monotonic() - started
     metrics = {
@@ -656,7 +666,7 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
         "hyperparameters": config.hyperparameters(),
         "base_model": config.base_model,
         "corpus_path": str(config.corpus_path),
-        "corpus_sha256": corpus_sha256(config.corpus_path),
+        "corpus_sha256": corpus_digest,
         "corpus_rows": len(corpus),
         "extra_data": extra_data,
         "transformers_version": transformers.__version__,

@@ -124,6 +124,55 @@ def test_extra_rows_train_but_leave_the_test_split_untouched(tiny_inputs, tmp_pa
     )
 
 
+def test_the_version_records_the_digest_of_the_data_it_read_not_of_a_file_replaced_since(
+    tiny_inputs, tmp_path, monkeypatch
+):
+    from scoring.classifier import training
+    from scoring.classifier.data import file_sha256
+
+    base, corpus = tiny_inputs
+    corpus_copy = tmp_path / "corpus.jsonl"
+    corpus_copy.write_bytes(corpus.read_bytes())
+    extra = write_jsonl(
+        tmp_path / "reviewed.jsonl",
+        [{"body": "Bulletproof vests are on sale this week.", "label": 0, "claim_type": "no_claim"}],
+    )
+    read = {corpus_copy: file_sha256(corpus_copy), extra: file_sha256(extra)}
+    real_load_base = training.load_base
+
+    def load_base_after_the_files_change(*args, **kwargs):  # the files are read before the base model
+        for path in read:
+            path.write_bytes(path.read_bytes() + b"\n")
+        return real_load_base(*args, **kwargs)
+
+    monkeypatch.setattr(training, "load_base", load_base_after_the_files_change)
+    config = tiny_train_config(base, corpus_copy, epochs=1, extra_paths=(str(extra),))
+
+    manifest = train(config, progress=False).manifest
+
+    assert manifest["corpus_sha256"] == read[corpus_copy] != file_sha256(corpus_copy)
+    assert manifest["extra_data"][0]["sha256"] == read[extra] != file_sha256(extra)
+
+
+def test_a_file_that_changes_while_it_is_read_stops_training(tiny_inputs, tmp_path, monkeypatch):
+    from scoring.classifier import training
+
+    base, corpus = tiny_inputs
+    corpus_copy = tmp_path / "corpus.jsonl"
+    corpus_copy.write_bytes(corpus.read_bytes())
+    real_read_rows = training.read_rows
+
+    def read_rows_while_it_changes(path, *, corpus):
+        rows = real_read_rows(path, corpus=corpus)
+        corpus_copy.write_bytes(corpus_copy.read_bytes() + b"\n")
+        return rows
+
+    monkeypatch.setattr(training, "read_rows", read_rows_while_it_changes)
+
+    with pytest.raises(TrainingDataError, match="changed while it was being read"):
+        train(tiny_train_config(base, corpus_copy, epochs=1), progress=False)
+
+
 def test_a_bad_extra_file_stops_training_before_anything_is_written(tiny_inputs, tmp_path):
     base, corpus = tiny_inputs
     bad = tmp_path / "bad.jsonl"
