@@ -244,29 +244,7 @@ def corpus_plan() -> list[Recipe]:
         ),
         Recipe("neg/novel", 80, n, novel.NEGATIVES, ("novel_phrasing",), vocabulary=NOVEL, test_only=True),
     ]
-    return recipes + added_recipes()
-
-
-def added_recipes() -> list[Recipe]:
-    """Groups added after the canary set was fixed (2026-12-07: how money is invested, with its
-    percentages, "100%" included, and what the steadier parts are for, which the model read as
-    claims in portfolio reviews). Their rows follow the others in the corpus (`generate_corpus`),
-    so the earlier rows keep their ids and the canary set its messages."""
-    n = NO_CLAIM
-    allocation = _world(("allocation",))
-    return [
-        Recipe("neg/allocation", 160, n, allocation, ("hard_negative",)),
-        Recipe("neg/allocation-email", 60, n, allocation, ("hard_negative",), shape="email"),
-        Recipe("neg/allocation-review", 80, n, allocation, ("hard_negative", "long_email"), shape="review"),
-        Recipe(
-            "neg/allocation-chat-line",
-            30,
-            n,
-            allocation,
-            ("hard_negative", "informal", "chat_transcript"),
-            shape="chat_line",
-        ),
-    ]
+    return recipes
 
 
 def _world(themes: tuple[str, ...]) -> tuple[Family, ...]:
@@ -371,14 +349,10 @@ def generate_corpus(seed: int = DEFAULT_SEED, *, progress: Callable[[int], None]
         raise CorpusError(f"seed must be an integer, not {seed!r}")
     banks = split_banks(seed)
     seen: set[str] = set()  # membership only; never iterated
-    added = {recipe.key for recipe in added_recipes()}
     rows: list[dict] = []
-    later: list[dict] = []
     for recipe in corpus_plan():
-        (later if recipe.key in added else rows).extend(_recipe_rows(recipe, seed, banks, seen, progress))
+        rows.extend(_recipe_rows(recipe, seed, banks, seen, progress))
     random.Random(f"{seed}:order").shuffle(rows)
-    random.Random(f"{seed}:order:added").shuffle(later)
-    rows += later
     for number, row in enumerate(rows, start=1):
         row["id"] = f"cw-{number:05d}"
     return rows

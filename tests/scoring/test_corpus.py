@@ -399,20 +399,6 @@ def test_canary_ids_are_test_split_claims_of_all_four_types(rows):
     assert load_canary_ids(CANARY_PATH) == ids
 
 
-def test_rows_of_groups_added_later_follow_the_others_which_keep_their_ids_and_canaries(fresh, monkeypatch):
-    from scoring.corpus import plan
-
-    added = plan.added_recipes()
-    assert added, "no group added later: drop this test with the mechanism"
-    monkeypatch.setattr(plan, "added_recipes", list)
-    before = generate_corpus()
-    assert rows_bytes(fresh[: len(before)]) == rows_bytes(before)
-    later = fresh[len(before) :]
-    assert len(later) == sum(recipe.count for recipe in added)
-    assert all(row["label"] == 0 for row in later)  # today's additions are negatives only
-    assert canary_ids(fresh) == canary_ids(before)
-
-
 def test_canary_json_records_the_sha256_of_the_corpus_it_came_from():
     document = json.loads(CANARY_PATH.read_text(encoding="utf-8"))
     assert document["corpus_sha256"] == corpus_sha256(CORPUS_PATH)
