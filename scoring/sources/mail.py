@@ -43,7 +43,8 @@ never starts or never closes), bytes with no header at all (not_an_email), no te
 by the scorer's rule, scoring.text.has_content; encrypted when the only body is S/MIME or PGP
 sealed), an attachment over the size limit
 (attachment_too_large), a zip attachment that would expand past the limits (archive_bomb), a
-charset that cannot be read (unknown_charset, charset_mismatch) in the body, or in an attachment
+charset that cannot be read (unknown_charset, charset_mismatch) in the body (a text/plain form
+beside a readable HTML form gives that form, noted: _Reader._read_body), or in an attachment
 when the message has no other text; an attachment's alone is listed as not scored, with the reason
 (CHARSET_ERRORS).
 
@@ -606,12 +607,9 @@ class _Reader:
         if body_part is not None:
             text_from = body_part.get_content_type()
             try:
-                text = self.part_text(body_part, f"the {text_from} body")
-                alternative = body_alternative(message, body_part)
-                if alternative is not None and text_from == "text/plain":
-                    # inside the try: an empty text/plain form beside an HTML form whose charset
-                    # cannot be read leaves an attached message unread, as its text/plain body would
-                    text, text_from, beside = self._choose_form(alternative, body_part, text)
+                # inside the try: an empty text/plain form beside an HTML form whose charset cannot
+                # be read leaves an attached message unread, as its text/plain body would
+                text, text_from, beside = self._read_body(message, body_part, text_from)
             except SourceError as error:
                 if depth == 0 or error.code not in CHARSET_ERRORS:
                     raise
@@ -636,6 +634,44 @@ class _Reader:
             self._list_body_forms(message, body_part, scope)
         return _Body(text.strip(), text_from, unread)
 
+    def _read_body(
+        self, message: EmailMessage, body_part: EmailMessage, text_from: str
+    ) -> tuple[str, str, tuple[EmailMessage, str] | None]:
+        """(text, the type it is read from, the text/plain form read after it) of the body part
+        (_choose_form). A text/plain form whose charset cannot be read gives the HTML form of its
+        multipart/alternative, with a note: the mail was refused although the form its recipient
+        sees could be read. Without a readable HTML form, the text/plain form's error refuses it."""
+        alternative = body_alternative(message, body_part) if text_from == "text/plain" else None
+        try:
+            text = self.part_text(body_part, f"the {text_from} body")
+        except SourceError as error:
+            if alternative is None or error.code not in CHARSET_ERRORS:
+                raise
+            noted = len(self.notes)
+            try:
+                html_text = self._html_form_text(alternative, body_part)
+            except SourceError:
+                html_text = None
+            if not html_text or not has_content(html_text):
+                del self.notes[noted:]
+                raise error from None
+            self.notes.insert(noted, f"{error.message} Its HTML form is read.")
+            return html_text, "text/html", None
+        if alternative is None:
+            return text, text_from, None
+        return self._choose_form(alternative, body_part, text)
+
+    def _html_form_text(self, alternative: EmailMessage, plain: EmailMessage) -> str | None:
+        """The text of the HTML form of `alternative`, a body's multipart/alternative whose
+        text/plain form is `plain`: that of its HTML parts, one after the other (Apple Mail's is
+        in pieces around its files: form_files). None when it has no HTML form of its own."""
+        html = alternative.get_body(preferencelist=("html",))
+        form = next((f for f in alternative.iter_parts() if holds(f, html)), None)
+        if html is None or form is None or holds(form, plain):
+            return None
+        pieces = [p for p in leaves(form) if p.get_content_type() == "text/html" and is_fragment(p)]
+        return "\n\n".join(self.part_text(p, "the HTML form of the body") for p in pieces).strip()
+
     def _choose_form(
         self, alternative: EmailMessage, plain: EmailMessage, plain_text: str
     ) -> tuple[str, str, tuple[EmailMessage, str] | None]:
@@ -649,19 +685,16 @@ class _Reader:
         read after it, listed as PLAIN_FORM_NAME. Each choice but the first is noted. The HTML
         form's text is that of its HTML parts, one after the other (Apple Mail's is in pieces
         around its files: form_files)."""
-        html = alternative.get_body(preferencelist=("html",))
-        form = next((f for f in alternative.iter_parts() if holds(f, html)), None)
-        if html is None or form is None or holds(form, plain):
-            return plain_text, "text/plain", None
         noted = len(self.notes)
-        pieces = [p for p in leaves(form) if p.get_content_type() == "text/html" and is_fragment(p)]
         try:
-            html_text = "\n\n".join(self.part_text(p, "the HTML form of the body") for p in pieces).strip()
+            html_text = self._html_form_text(alternative, plain)
         except SourceError as error:
             if error.code not in CHARSET_ERRORS or not has_content(plain_text):
                 raise  # the only text there is: as an HTML body, refused
             del self.notes[noted:]
             self.notes.append(f"{error.message} Its text/plain form is read.")
+            return plain_text, "text/plain", None
+        if html_text is None:
             return plain_text, "text/plain", None
         if not says_more(html_text, plain_text):
             del self.notes[noted:]  # the HTML form's repairs: it is not read

@@ -565,6 +565,60 @@ def test_an_html_form_whose_charset_cannot_be_read_leaves_the_text_plain_form_re
     ]
 
 
+def alternative_with_charsets(plain: tuple[str, bytes], html: tuple[str, bytes]) -> bytes:
+    """A multipart/alternative body whose forms declare the charsets given with their bytes."""
+    return raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/alternative; boundary=a",
+        body=(
+            f"--a\nContent-Type: text/plain; charset={plain[0]}\n\n".encode()
+            + plain[1]
+            + b"\n"
+            + f"--a\nContent-Type: text/html; charset={html[0]}\n\n".encode()
+            + html[1]
+            + b"\n--a--\n"
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("plain", "reason"),
+    [
+        (("x-klingon", b"Des rendements garantis \xe0 8 %."), "declares the charset 'x-klingon'"),
+        (("utf-8", "Des rendements garantis à 8 %.".encode("latin-1")), "0xE0"),
+    ],
+    ids=["unknown", "lying"],
+)
+def test_a_text_plain_form_whose_charset_cannot_be_read_gives_the_html_form_with_a_note(plain, reason):
+    # given: a text/plain form that cannot be read beside an HTML form that can (the recipient's
+    # client shows the HTML form; the mail was refused)
+    raw = alternative_with_charsets(plain, ("utf-8", "<p>Des rendements garantis à 8 %.</p>".encode()))
+
+    # when
+    message = parse_email(raw)
+
+    # then
+    assert message.body == "Des rendements garantis à 8 %."
+    assert message.headers["text_from"] == "text/html"
+    assert message.attachments == []
+    (note,) = message.headers["notes"]
+    assert note.startswith("the text/plain body ") and reason in note
+    assert note.endswith("Its HTML form is read.")
+
+
+@pytest.mark.parametrize(
+    "html",
+    [("x-klingon", b"<p>Z\xe9ro risque.</p>"), ("utf-8", b"<p> </p>")],
+    ids=["unreadable", "empty"],
+)
+def test_a_text_plain_form_whose_charset_cannot_be_read_is_refused_without_a_readable_html_form(html):
+    raw = alternative_with_charsets(("x-klingon", b"Z\xe9ro risque."), html)
+
+    error = refused(raw)
+
+    assert error.code == "unknown_charset" and "text/plain body" in error.message
+
+
 def test_ordinary_generated_alternatives_are_read_from_their_text_plain_form_alone():
     # given: traffic texts as every generator style writes them in both forms, with and without a
     # quoted earlier message (the HTML form adds a newsletter's button and footer, Outlook's
