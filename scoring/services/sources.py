@@ -246,16 +246,32 @@ def sources_ingest(
 
 @dataclass
 class ImportReport:
-    """What an import did: counts and each refused item's position and reason."""
+    """What an import did: counts and each refused item's position and reason; `partly_read`:
+    each stored message with a part whose text could not be read (Attachment.unreadable: a
+    charset that cannot be decoded, a broken or password-protected zip), its position and what,
+    for that part was not scored and no reviewer sees it unless the message routes."""
 
     created: int = 0
     duplicate: int = 0
     error: int = 0
     errors: list[str] = field(default_factory=list)
+    partly_read: list[str] = field(default_factory=list)
 
     @property
     def stored(self) -> int:
         return self.created + self.duplicate
+
+
+def unreadable_parts(item: SourceMessage | SourceError) -> str:
+    """The parts of a message read from a source whose text could not be read, each with the
+    reason ("" when there is none)."""
+    if not isinstance(item, SourceMessage):
+        return ""
+    return "; ".join(
+        f"{a.get('name', '')!r} ({a.get('note', '').removeprefix('not scored: ')})"
+        for a in item.attachments
+        if a.get("unreadable")
+    )
 
 
 def sources_import(
@@ -276,10 +292,12 @@ def sources_import(
         if not pending:
             return
         results = sources_ingest(items=[item for _, item in pending], submitted_by=submitted_by)
-        for (position, _), result in zip(pending, results, strict=True):
+        for (position, item), result in zip(pending, results, strict=True):
             setattr(report, result.status, getattr(report, result.status) + 1)
             if result.status == "error":
                 report.errors.append(f"{position}: {result.error}")
+            elif result.status == "created" and (unread := unreadable_parts(item)):
+                report.partly_read.append(f"{position}: stored, but not all of it was read: {unread}")
         if progress is not None:
             progress(len(pending))
         pending.clear()

@@ -25,7 +25,9 @@ and re-parses it each time, which made parsing six times slower). What is kept:
   application/ics copy, which is listed and not read again; an application/ics attachment is read
   so too unless a text/calendar part of the message says the same), so are the text files inside
   a zip attachment and the text of an attached message (message/rfc822, a forward as attachment);
-  anything else is listed as not scored, with the reason. Of a multipart/alternative that is not
+  anything else is listed as not scored, with the reason (marked `unreadable` when it is text
+  that could not be read: a charset, a password-protected or broken zip; the import reports
+  those). Of a multipart/alternative that is not
   the body's, one form is read (_Reader._list_forms); of the body's, the files inside its forms
   are listed and read as attachments (Apple Mail's HTML form holds them: _Reader._list_body_forms).
 
@@ -395,7 +397,12 @@ class _Reader:
                 raise
             # Not the body: the rest of the message is read, this part listed with the reason.
             self.unreadable.append(error)
-            self._add(Attachment(name, content_type, len(data), False, f"not scored: {error.message}"), "")
+            self._add(
+                Attachment(
+                    name, content_type, len(data), False, f"not scored: {error.message}", unreadable=True
+                ),
+                "",
+            )
 
     def _read(
         self,
@@ -515,6 +522,7 @@ class _Reader:
                 else f"not scored: its text cannot be read: {body.unread}"
                 if body.unread
                 else "not scored: no text",
+                unreadable=not has_content(text) and bool(body.unread),
             ),
             f"{header}\n\n{text}".strip(),
         )
@@ -527,7 +535,12 @@ class _Reader:
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
             self._add(
                 Attachment(
-                    name, content_type, len(data), False, f"not scored: not a readable zip archive ({exc})"
+                    name,
+                    content_type,
+                    len(data),
+                    False,
+                    f"not scored: not a readable zip archive ({exc})",
+                    unreadable=True,
                 ),
                 "",
             )
@@ -568,6 +581,19 @@ class _Reader:
                     "",
                 )
                 continue
+            if member.flag_bits & 0x1:  # encrypted (ZipCrypto or AES): its text needs the password
+                self._add(
+                    Attachment(
+                        member_name,
+                        "text/plain",
+                        member.file_size,
+                        False,
+                        "not scored: password-protected: its text cannot be read without the password",
+                        unreadable=True,
+                    ),
+                    "",
+                )
+                continue
             try:
                 with archive.open(member) as handle:
                     # Read no more than the budget left, whatever the member's header claims.
@@ -575,7 +601,12 @@ class _Reader:
             except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, RuntimeError) as exc:
                 self._add(
                     Attachment(
-                        member_name, "text/plain", member.file_size, False, f"not scored: unreadable ({exc})"
+                        member_name,
+                        "text/plain",
+                        member.file_size,
+                        False,
+                        f"not scored: unreadable ({exc})",
+                        unreadable=True,
                     ),
                     "",
                 )
@@ -887,7 +918,8 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
 
 def _layout(text: str, attachments: list[tuple[Attachment, str]]) -> tuple[str, list[dict]]:
     """The body (the text, then each scored attachment under its own header line) and the
-    attachments as stored: {name, content_type, size, scored, note, start, end}."""
+    attachments as stored: {name, content_type, size, scored, note, start, end, and unreadable:
+    true for text that could not be read (Attachment.unreadable)}."""
     body = text
     listed: list[dict] = []
     for attachment, content in attachments:
@@ -906,5 +938,7 @@ def _layout(text: str, attachments: list[tuple[Attachment, str]]) -> tuple[str, 
             entry.update(start=start, end=len(body))
         elif attachment.scored:
             entry["note"] = "not scored: no text"
+        if attachment.unreadable:
+            entry["unreadable"] = True
         listed.append(entry)
     return body, listed

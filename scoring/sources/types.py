@@ -9,13 +9,16 @@ from datetime import datetime
 @dataclass(frozen=True)
 class Attachment:
     """An attachment as read: its name, MIME type, size in bytes, whether its text is scored
-    and, when not, why (note)."""
+    and, when not, why (note); `unreadable`: text that could not be read (a charset that cannot
+    be decoded, a broken or password-protected zip, an attached message whose text cannot be
+    read), not a type that is not read (an image, a PDF)."""
 
     name: str
     content_type: str
     size: int
     scored: bool
     note: str = ""
+    unreadable: bool = False
 
 
 @dataclass(frozen=True)

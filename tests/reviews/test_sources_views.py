@@ -41,6 +41,31 @@ def test_the_record_page_shows_the_email_headers_attachments_and_thread(auditor_
     assert "Re: Fund" in page and "Bob &lt;bob@bank.example&gt;" in page
     assert "deck.pdf" in page
     assert f'data-line="{earlier.pk}"' in page and f"/review/conversations/{thread.pk}/" in page
+    assert "could not be read" not in page  # a PDF is a type that is not read, not unreadable text
+
+
+def test_an_attachment_whose_text_could_not_be_read_says_so_on_the_review_page(reviewer_client):
+    note = "not scored: password-protected: its text cannot be read without the password"
+    message = reviewable_message(
+        subject="Offer",
+        headers={"from": "Bob <bob@bank.example>", "to": ["ann@client.example"], "message_id": "o@x"},
+        attachments=[
+            {"name": "offer.zip", "content_type": "application/zip", "size": 139, "scored": False},
+            {
+                "name": "offer.zip/terms.txt",
+                "content_type": "text/plain",
+                "size": 23,
+                "scored": False,
+                "note": note,
+                "unreadable": True,
+            },
+        ],
+    )
+
+    page = reviewer_client.get(f"/review/messages/{message.pk}/").content.decode()
+
+    row = page[page.index('data-attachment="offer.zip/terms.txt"') :].split("</tr>")[0]
+    assert "its text could not be read, so nothing in it was checked" in row and note in row
 
 
 def test_the_csv_export_carries_subject_thread_and_conversation_ids(auditor_client, reviewer):

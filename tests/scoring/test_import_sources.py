@@ -90,6 +90,41 @@ def test_an_mbox_with_one_broken_message_imports_the_others_and_reports_it_by_po
     assert Message.objects.count() == 2
 
 
+def test_a_message_stored_with_an_attachment_whose_text_cannot_be_read_is_reported_by_position(
+    tmp_path, capsys
+):
+    # given: the second message attaches a text file in a charset this server does not know
+    unread = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/mixed; boundary=m",
+        body=(
+            b"--m\nContent-Type: text/plain; charset=us-ascii\n\nThe terms are attached.\n--m\n"
+            b'Content-Type: text/plain; charset=x-klingon; name="terms.txt"\n'
+            b'Content-Disposition: attachment; filename="terms.txt"\n\n'
+            b"Capital garanti, z\xe9ro risque.\n--m--\n"
+        ),
+    )
+    good = thread()
+    path = write_mbox(tmp_path / "journal.mbox", [good[0], unread, good[3]])
+
+    # when
+    call_command("import_messages", str(path))
+
+    # then: all three are stored, and the one not read whole is named with its part and why
+    out, err = capsys.readouterr()
+    assert "created 3, of them not read whole 1, duplicates 0, errors 0" in out
+    assert (
+        "message 2: stored, but not all of it was read: 'terms.txt' (the attachment 'terms.txt' declares"
+        in err
+    )
+    assert Message.objects.get(external_id="raw@bank.example").attachments[0]["unreadable"] is True
+
+    # and importing it again reports nothing more: nothing new was stored
+    call_command("import_messages", str(path))
+    out, err = capsys.readouterr()
+    assert "created 0, duplicates 3, errors 0" in out and "not all of it" not in err
+
+
 def test_a_folder_of_eml_files_and_a_single_eml_are_imported(tmp_path, capsys):
     folder = tmp_path / "mail"
     folder.mkdir()

@@ -163,7 +163,14 @@ class Command(BaseCommand):
             self.stderr.write(error)
         if len(report.errors) > 20:
             self.stderr.write(f"... and {len(report.errors) - 20} more errors")
-        self.stdout.write(f"created {report.created}, duplicates {report.duplicate}, errors {report.error}")
+        for line in report.partly_read[:20]:
+            self.stderr.write(line)
+        if len(report.partly_read) > 20:
+            self.stderr.write(f"... and {len(report.partly_read) - 20} more messages not read whole")
+        partly = f", of them not read whole {len(report.partly_read)}" if report.partly_read else ""
+        self.stdout.write(
+            f"created {report.created}{partly}, duplicates {report.duplicate}, errors {report.error}"
+        )
         if report.error and not report.stored:
             raise CommandError(
                 f"nothing was imported: all {report.error} {'items' if report.error > 1 else 'item'} of "

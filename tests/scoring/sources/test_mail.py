@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import os
+import zipfile
 
 import pytest
 
@@ -165,6 +166,43 @@ def test_text_files_inside_a_zip_attachment_are_scored_and_the_rest_listed():
     assert names["pack.zip/notes.txt"]["scored"] is True
     assert names["pack.zip/logo.png"]["scored"] is False
     assert "Double your money by March." in message.body
+
+
+def password_protected(files: dict[str, bytes]) -> bytes:
+    """A zip whose files are marked encrypted (the flag a password-protected zip sets in each
+    file's headers; zipfile writes no encrypted zip)."""
+    data = bytearray(zip_of(files, compression=zipfile.ZIP_STORED))
+    for signature, flags_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        at = data.find(signature)
+        while at != -1:
+            data[at + flags_at] |= 0x1
+            at = data.find(signature, at + 4)
+    return bytes(data)
+
+
+def test_a_text_file_in_a_password_protected_zip_is_listed_unreadable_and_other_parts_are_not():
+    # given: a password-protected zip holding a text file, a PDF, and a zip that is not one
+    raw = mail(
+        "Hi Ann,\n\nThe offer is attached; the password follows by text.\n\nBob",
+        attachments=(
+            AttachmentSpec("offer.zip", "application/zip", password_protected({"terms.txt": b"Zero risk."})),
+            AttachmentSpec("terms.pdf", "application/pdf", b"%PDF-1.4 ..."),
+            AttachmentSpec("broken.zip", "application/zip", b"PK\x03\x04 not a zip"),
+        ),
+    ).as_bytes()
+
+    # when
+    message = parse_email(raw)
+
+    # then: the text file and the broken zip are text that could not be read; the PDF is a type
+    # that is not read (the import reports only the first kind: ImportReport.partly_read)
+    by_name = {a["name"]: a for a in message.attachments}
+    terms = by_name["offer.zip/terms.txt"]
+    assert (terms["scored"], terms["unreadable"]) == (False, True)
+    assert terms["note"] == "not scored: password-protected: its text cannot be read without the password"
+    assert by_name["broken.zip"]["unreadable"] is True
+    assert "unreadable" not in by_name["terms.pdf"] and "unreadable" not in by_name["offer.zip"]
+    assert "Zero risk" not in message.body
 
 
 def test_an_attached_message_is_read_as_an_attachment_of_the_forward():
@@ -891,6 +929,7 @@ def test_an_attachment_whose_charset_cannot_be_read_is_listed_as_not_scored_and_
     assert (attachment["name"], attachment["scored"]) == (name, False)
     assert attachment["note"].startswith("not scored: the ")
     assert f"{name!r} declares the charset" in attachment["note"] and why in attachment["note"]
+    assert attachment["unreadable"] is True  # text that could not be read: the import reports it
 
 
 def _forward(inner: bytes) -> bytes:
