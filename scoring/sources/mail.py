@@ -29,7 +29,9 @@ and re-parses it each time, which made parsing six times slower). What is kept:
   that could not be read: a charset, a password-protected or broken zip; the import reports
   those). Of a multipart/alternative that is not
   the body's, one form is read (_Reader._list_forms); of the body's, the files inside its forms
-  are listed and read as attachments (Apple Mail's HTML form holds them: _Reader._list_body_forms).
+  are listed and read as attachments (Apple Mail's HTML form holds them: _Reader._list_body_forms),
+  and a third form that says more than the text (AMP, Apple Watch: _Reader._other_form) is read
+  for the lines the text does not say.
 
 The message's `body` is its text followed by each scored attachment, under a line
 "[Attachment: name · type · size]"; `attachments` gives each one's [start, end) in the body
@@ -131,6 +133,10 @@ TEXT_ATTACHMENT_TYPES = frozenset({"text/plain", "text/csv"})
 # Text with formatting, read without it (part_text): HTML, and text/enriched (RFC 1896) and
 # text/richtext (RFC 1341), the formatted mail of before HTML.
 FORMATTED_TYPES = frozenset({"text/html", "text/enriched", "text/richtext"})
+# HTML by another name: the forms some clients show instead of a body's HTML form (Gmail's AMP
+# form; Apple Watch's), read without their markup as HTML is (part_text).
+OTHER_FORMS = {"text/x-amp-html": "AMP", "text/watch-html": "Apple Watch"}
+HTML_TYPES = frozenset({"text/html", *OTHER_FORMS})
 # The text/* types that are not read as text: markup that needs its own reader, which the product
 # does not have (RTF: read as written, its text would be lost among control words and \'e9
 # escapes), and a returned message's header block (a bounce's; no text of the sender's but the
@@ -333,7 +339,7 @@ class _Reader:
         if note:
             self.notes.append(note)
         content_type = part.get_content_type()
-        if content_type == "text/html":
+        if content_type in HTML_TYPES:
             text = html_to_text(text)
         elif content_type in ("text/enriched", "text/richtext"):
             text = enriched_to_text(text, richtext=content_type == "text/richtext")
@@ -792,11 +798,43 @@ class _Reader:
                 self._add(Attachment(name, part.get_content_type(), size, True, ""), text)
             if form is body:
                 continue
+            said = scope.body_text + (f"\n\n{scope.beside[1]}" if scope.beside else "")
             if is_calendar(form):
-                said = scope.body_text + (f"\n\n{scope.beside[1]}" if scope.beside else "")
                 self.attachment(form, scope, form_of=said)
+            elif form.get_content_type() in OTHER_FORMS and not form.is_attachment():
+                self._other_form(form, said, scope)
             for part in form_files(form, body):
                 self.attachment(part, scope)
+
+    def _other_form(self, form: EmailMessage, said: str, scope: _Scope) -> None:
+        """A third form of the body (OTHER_FORMS: Gmail shows the AMP form, text/x-amp-html,
+        instead of the HTML one), which was dropped unread. It is judged as the HTML form is
+        against the text/plain form: read when it says more than the text read (`said`;
+        wording.says_more), and then only its lines that the text does not say, listed as its own
+        part; a form that repeats the text is not listed, as the HTML form it repeats is not."""
+        content_type = form.get_content_type()
+        kind = OTHER_FORMS[content_type]
+        name = scope.prefix + (form.get_filename() or f"{kind} form of the body")
+        data = self.payload(form, f"the {kind} form of the body")
+        noted = len(self.notes)
+        try:
+            text = self.part_text(form, f"the {kind} form of the body", data)
+        except SourceError as error:
+            if error.code not in CHARSET_ERRORS:
+                raise
+            self.unreadable.append(error)
+            note = f"not scored: {error.message}"
+            self._add(Attachment(name, content_type, len(data), False, note, unreadable=True), "")
+            return
+        unsaid = unsaid_lines(text, said).strip() if says_more(text, said) else ""
+        if not has_content(unsaid):
+            del self.notes[noted:]  # its repairs: it is not read
+            return
+        self.notes.append(
+            f"the {kind} form of the body ({content_type}) says more than its text: the lines of it that "
+            "the text does not say are read after it."
+        )
+        self._add(Attachment(name, content_type, len(data), True, ""), unsaid)
 
     def _list_forms(self, alternative: EmailMessage, scope: _Scope) -> None:
         """List the forms of a multipart/alternative that is not the body's, and read one: its

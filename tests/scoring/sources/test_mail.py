@@ -657,6 +657,74 @@ def test_a_text_plain_form_whose_charset_cannot_be_read_is_refused_without_a_rea
     assert error.code == "unknown_charset" and "text/plain body" in error.message
 
 
+def with_third_form(content_type: str, form: bytes, *, charset: str = "utf-8") -> bytes:
+    """A multipart/alternative of a text/plain form, a third form `form` and an HTML form that
+    says what the text/plain form says (Gmail's order for an AMP mail)."""
+    return raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/alternative; boundary=a",
+        body=(
+            b"--a\nContent-Type: text/plain; charset=utf-8\n\nOur spring letter is here.\n"
+            + f"--a\nContent-Type: {content_type}; charset={charset}\n\n".encode()
+            + form
+            + b"\n--a\nContent-Type: text/html; charset=utf-8\n\n<p>Our spring letter is here.</p>\n--a--\n"
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("content_type", "kind"), [("text/x-amp-html", "AMP"), ("text/watch-html", "Apple Watch")]
+)
+def test_an_amp_or_watch_form_that_says_something_else_is_read_after_the_text(content_type, kind):
+    # given: a third form of the body that a client shows instead of the HTML one, adding 20 words
+    # and more to what the other two forms say (it was dropped unread, not even listed)
+    form = (
+        b"<html amp4email><body><p>Our spring letter is here.</p><p>Income Plus pays 8% a year and the "
+        b"returns are guaranteed by the bank, whatever the markets do, so your savings can only grow "
+        b"from here.</p></body></html>"
+    )
+
+    # when
+    message = parse_email(with_third_form(content_type, form))
+
+    # then: the text, and after it the lines of the form that the text does not say
+    assert message.headers["text_from"] == "text/plain"
+    assert message.body.startswith("Our spring letter is here.\n\n[Attachment: ")
+    assert message.body.endswith(
+        "]\nIncome Plus pays 8% a year and the returns are guaranteed by the bank, whatever the markets do, "
+        "so your savings can only grow from here."
+    )
+    assert message.body.count("Our spring letter") == 1
+    (read,) = message.attachments
+    assert (read["name"], read["content_type"], read["scored"]) == (
+        f"{kind} form of the body",
+        content_type,
+        True,
+    )
+    assert message.headers["notes"] == [
+        f"the {kind} form of the body ({content_type}) says more than its text: the lines of it that the "
+        "text does not say are read after it."
+    ]
+
+
+def test_an_amp_form_that_repeats_the_text_is_neither_read_again_nor_listed():
+    form = b"<html amp4email><body><p>Our spring letter is here.</p><button>Reply</button></body></html>"
+
+    message = parse_email(with_third_form("text/x-amp-html", form))
+
+    assert message.body == "Our spring letter is here."
+    assert message.attachments == [] and "notes" not in message.headers
+
+
+def test_an_amp_form_whose_charset_cannot_be_read_is_listed_unreadable_and_the_text_read():
+    message = parse_email(with_third_form("text/x-amp-html", b"<p>Z\xe9ro risque.</p>", charset="x-klingon"))
+
+    assert message.body == "Our spring letter is here."
+    (form,) = message.attachments
+    assert (form["name"], form["scored"], form["unreadable"]) == ("AMP form of the body", False, True)
+    assert "declares the charset 'x-klingon'" in form["note"]
+
+
 def test_ordinary_generated_alternatives_are_read_from_their_text_plain_form_alone():
     # given: traffic texts as every generator style writes them in both forms, with and without a
     # quoted earlier message (the HTML form adds a newsletter's button and footer, Outlook's
