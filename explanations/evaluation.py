@@ -163,10 +163,22 @@ def compare_methods(
     seed: int = 0,
     progress: bool = False,
     ig_budget: Mapping[str, int] | None = None,
+    random_rankings: int = 1,
 ) -> dict[str, Any]:
     """The method comparison on `rows` (flagged corpus rows with rationales); see the module
     docstring. The best attention head is chosen on `selection_rows`, disjoint from `rows`.
-    `ig_budget`: IG's tokens per forward pass and per call (attribution's defaults)."""
+    `ig_budget`: IG's tokens per forward pass and per call (attribution's defaults).
+
+    `random_rankings` > 1: the random control is also drawn that many times per message (the
+    first is the `random` method, drawn as with 1; the others from their own seeded generator),
+    and `random_rankings` in the result gives each drawing's pass rate over the messages, their
+    mean and standard deviation. One drawing is one random ranking per message, so its pass rate
+    over about 34 canaries moves by about 0.07 from one drawing to the next; the mean over many is
+    the control's own figure, what a decision between two models should read."""
+    if random_rankings < 1:
+        raise ValueError("random_rankings must be at least 1")
+    extra_rng = np.random.default_rng([seed, 1])
+    extra_passed: list[list[bool]] = [[] for _ in range(random_rankings - 1)]
     score_fn = score_fn_for(scorer)
     selection_spans = [
         s
@@ -210,7 +222,21 @@ def compare_methods(
             for method in scores_by_method
             for s, scores in zip(spans, scores_by_method[method], strict=True)
         ]
-        results = iter(batch_faithfulness_checks(items, score_fn, seed=seed))
+        extra = [
+            CheckInput(
+                text=s.text,
+                words=s.words,
+                scores=list(map(float, extra_rng.random(len(s.words)))),
+                threshold=threshold,
+            )
+            for _ in extra_passed
+            for s in spans
+        ]
+        checked = batch_faithfulness_checks(items + extra, score_fn, seed=seed)
+        for r, passed in enumerate(extra_passed):
+            first = len(items) + r * len(spans)
+            passed += [c.passed for c in checked[first : first + len(spans)]]
+        results = iter(checked[: len(items)])
         row_methods: list[dict[str, Any]] = [{} for _ in kept]
         for method in scores_by_method:
             for j, (row, span) in enumerate(kept):
@@ -238,8 +264,19 @@ def compare_methods(
     ranked = sorted(
         methods, key=lambda m: (methods[m]["flip_rate"], methods[m]["comprehensiveness"]), reverse=True
     )
+    rankings = None
+    if random_rankings > 1 and checks[RANDOM]:
+        rates = [float(np.mean([c.passed for c in checks[RANDOM]]))]
+        rates += [float(np.mean(passed)) for passed in extra_passed]
+        rankings = {
+            "rankings": random_rankings,
+            "pass_rates": [round(r, 4) for r in rates],
+            "pass_rate_mean": float(np.mean(rates)),
+            "pass_rate_sd": float(np.std(rates, ddof=1)),
+        }
     return {
         "methods": methods,
+        "random_rankings": rankings,
         "ranking_by_flip_rate": ranked,
         "best_head": None
         if best_head is None

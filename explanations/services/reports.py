@@ -48,11 +48,13 @@ def faithfulness_report_create(
     progress: bool = False,
     scorer_factory=scorer_for,
     source: str = "test",
+    random_rankings: int = 1,
 ) -> FaithfulnessReport:
     """Compare the explanation methods on up to `sample` test-split corpus messages that
     `version` flags (seeded order), or with source="canary" on the flagged messages of the fixed
     canary set, the best attention head chosen on up to `selection` flagged val-split messages,
-    and store the figures (explanations.evaluation.compare_methods).
+    and store the figures (explanations.evaluation.compare_methods; `random_rankings` > 1 draws the
+    random control that many times, for its mean and spread).
 
     Promises: bad arguments, a missing corpus or a model that flags nothing raise ReportError
     before anything is stored; the report records its parameters (sample asked and obtained,
@@ -61,6 +63,8 @@ def faithfulness_report_create(
         raise ReportError("--sample must be at least 1")
     if selection < 1:
         raise ReportError("the best-head selection slice needs at least 1 message")
+    if random_rankings < 1:
+        raise ReportError("--random-rankings must be at least 1")
     if source not in SOURCES:
         raise ReportError(f"the report's messages come from {' or '.join(SOURCES)}, not {source!r}")
     path, rows = _rows(corpus_path)
@@ -87,6 +91,7 @@ def faithfulness_report_create(
         ig_budget=ig_budget(),
         seed=seed,
         progress=progress,
+        random_rankings=random_rankings,
     )
     parameters = {
         "sample_requested": sample,
@@ -99,6 +104,7 @@ def faithfulness_report_create(
         "threshold": version.threshold,
         "k_rule": f"{K_PERCENT} % of the words, at least {K_MIN}, at most {K_MAX}",
         "random_draws": RANDOM_DRAWS,
+        "random_rankings": random_rankings,
         "pass_rule": PASS_RULE,
         "corpus": str(path),
         "true_claims_in_sample": sum(1 for r in picked if r.get("label") == 1),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from io import StringIO
 
 import pytest
@@ -72,6 +73,38 @@ def test_the_report_compares_every_method_on_the_same_flagged_test_messages(tiny
     assert sorted(data["ranking_by_flip_rate"]) == sorted(REPORT_METHODS)
 
 
+def test_the_random_control_drawn_many_times_gives_each_drawing_and_leaves_the_first_as_it_was(
+    tiny_model_version, tiny_corpus
+):
+    # given: the report with its one drawing of the random control
+    once = run_report("--sample", "6", "--selection", "4")
+
+    # when: the same report with the control drawn 12 times
+    many = run_report("--sample", "6", "--selection", "4", "--random-rankings", "12")
+
+    # then: the random method is the same first drawing (scored in other batches: equal to about
+    # 1e-7), and each drawing's pass rate is listed
+    first, before = many["methods"]["random"], once["methods"]["random"]
+    assert (first["pass_rate"], first["flip_rate"]) == (before["pass_rate"], before["flip_rate"])
+    assert first["comprehensiveness"] == pytest.approx(before["comprehensiveness"], abs=1e-6)
+    assert once["random_rankings"] is None
+    drawn = many["random_rankings"]
+    rates = drawn["pass_rates"]
+    assert drawn["rankings"] == 12 and len(rates) == 12 and many["parameters"]["random_rankings"] == 12
+    assert rates[0] == pytest.approx(many["methods"]["random"]["pass_rate"], abs=1e-4)
+    n = many["sample_size"]
+    assert all(0.0 <= r <= 1.0 and abs(r * n - round(r * n)) < 1e-3 for r in rates)  # k of n messages
+    assert drawn["pass_rate_mean"] == pytest.approx(sum(rates) / 12, abs=1e-3)
+    assert drawn["pass_rate_sd"] == pytest.approx(statistics.stdev(rates), abs=1e-3)
+
+    # and the table says it too
+    out = StringIO()
+    call_command(
+        "faithfulness_report", "--sample", "3", "--selection", "2", "--random-rankings", "3", stdout=out
+    )
+    assert "random words over 3 drawings: pass rate mean" in out.getvalue()
+
+
 def test_the_report_prints_a_table_without_json(tiny_model_version, tiny_corpus):
     out = StringIO()
     call_command("faithfulness_report", "--sample", "3", "--selection", "2", stdout=out, stderr=StringIO())
@@ -86,6 +119,7 @@ def test_the_report_prints_a_table_without_json(tiny_model_version, tiny_corpus)
     [
         (["--sample", "0"], "at least 1"),
         (["--model", "no-such-version"], "No model version named"),
+        (["--random-rankings", "0"], "--random-rankings must be at least 1"),
     ],
 )
 def test_bad_arguments_are_refused_and_store_nothing(tiny_model_version, tiny_corpus, args, message):

@@ -53,6 +53,13 @@ class Command(BaseCommand):
             dest="source",
             help="the flagged test-split messages (default), or the flagged canaries",
         )
+        parser.add_argument(
+            "--random-rankings",
+            type=int,
+            default=1,
+            help="draw the random-words control this many times per message and print each drawing's "
+            "pass rate, their mean and standard deviation (default 1: the one drawing the bar reads)",
+        )
         parser.add_argument("--json", action="store_true", dest="as_json", help="print one JSON object")
 
     def handle(
@@ -64,6 +71,7 @@ class Command(BaseCommand):
         seed: int,
         as_json: bool,
         source: str,
+        random_rankings: int,
         **_,
     ):
         if model:
@@ -76,7 +84,13 @@ class Command(BaseCommand):
                 raise CommandError("No model version is active; name one with --model.")
         try:
             report = faithfulness_report_create(
-                version=version, sample=sample, selection=selection, seed=seed, progress=True, source=source
+                version=version,
+                sample=sample,
+                selection=selection,
+                seed=seed,
+                progress=True,
+                source=source,
+                random_rankings=random_rankings,
             )
         except (ReportError, ScoringError) as exc:
             raise CommandError(str(exc)) from exc
@@ -90,6 +104,7 @@ class Command(BaseCommand):
                 "methods": results["methods"],
                 "best_head": results["best_head"],
                 "ranking_by_flip_rate": results["ranking_by_flip_rate"],
+                "random_rankings": results.get("random_rankings"),
                 "skipped": results["skipped"],
             }
             self.stdout.write(json.dumps(payload, sort_keys=True))
@@ -112,3 +127,10 @@ class Command(BaseCommand):
         if "mean_abs_convergence_delta" in ig:
             self.stdout.write(f"IG mean |convergence delta|: {ig['mean_abs_convergence_delta']:.2e}")
         self.stdout.write("by flip rate: " + " > ".join(results["ranking_by_flip_rate"]))
+        drawn = results.get("random_rankings")
+        if drawn:
+            self.stdout.write(
+                f"random words over {drawn['rankings']} drawings: pass rate mean "
+                f"{drawn['pass_rate_mean']:.3f}, standard deviation {drawn['pass_rate_sd']:.3f} (the random "
+                "row above is the first drawing)"
+            )
