@@ -226,13 +226,13 @@ class MessageRawIngestView(MethodNotAllowedFirst, APIView):
     @extend_schema(
         summary="Ingest one raw email (message/rfc822)",
         description=(
-            "The body is one RFC 5322 message, MIME and all. Its text (text/plain preferred, else its "
-            "HTML as text), its text attachments (text/plain, text/csv, .txt, .csv, RTF as its words, "
-            "text files in a zip) and the text of attached messages are scored; other attachments are "
-            "listed as not scored. Limits are settings: EMAIL_MAX_MESSAGE_BYTES, "
-            "EMAIL_MAX_ATTACHMENT_BYTES, EMAIL_MAX_PARTS, EMAIL_MAX_DEPTH, ARCHIVE_MAX_BYTES, "
-            "ARCHIVE_MAX_RATIO, ARCHIVE_MAX_MEMBERS. NUL characters are removed from what is stored (its "
-            "text, attachments and headers); a Date in the future is replaced by the arrival time. "
+            "The body is one RFC 5322 message, MIME and all. Its text (text/plain preferred, else "
+            "its HTML as text), its text attachments (text/plain, text/csv, .txt, .csv, text files "
+            "in a zip) and the text of attached messages are scored; other attachments are listed "
+            "as not scored. Limits are settings: EMAIL_MAX_MESSAGE_BYTES, EMAIL_MAX_ATTACHMENT_BYTES, "
+            "EMAIL_MAX_PARTS, EMAIL_MAX_DEPTH, ARCHIVE_MAX_BYTES, ARCHIVE_MAX_RATIO, ARCHIVE_MAX_MEMBERS. "
+            "NUL characters are removed from what is stored (its text, attachments and headers); a "
+            "Date in the future is replaced by the arrival time. "
             "Nothing is stored when the message is refused."
         ),
         request={"message/rfc822": OpenApiTypes.BINARY},

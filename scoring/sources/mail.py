@@ -16,22 +16,22 @@ and re-parses it each time, which made parsing six times slower). What is kept:
   base64 that is not base64 at all (plain text under a wrong label) is read as written, and
   letters outside the alphabet inside real base64 are skipped, each with a note the reviewer sees;
 - attachments, each with its name, type and size; text attachments (text/plain, text/csv, a .txt
-  or .csv name, any other text/* but those of UNREAD_TEXT_TYPES; RTF by its own reader,
-  scoring.sources.rtf; text/html, text/enriched and text/richtext without their formatting, unless
-  they repeat the body's text, whitespace aside) are read and scored as part of the message, so is
-  the wording of a calendar invitation (text/calendar: its title, location, description and
-  comment, and Outlook's HTML description when it says something else: scoring.sources.ical; an
-  invitation sent alone has no other text, whether as text/calendar or as a multipart/alternative
-  of text/calendar and its application/ics copy, which is listed and not read again; an
-  application/ics attachment is read so too unless a text/calendar part of the message says the
-  same), so are the text files inside a zip attachment and the text of an attached message
-  (message/rfc822, a forward as attachment); anything else is listed as not scored, with the
-  reason (marked `unreadable` when it is text that could not be read: a charset, a
-  password-protected or broken zip; the import reports those). Of a multipart/alternative that is
-  not the body's, one form is read (_Reader._list_forms); of the body's, the files inside its
-  forms are listed and read as attachments (Apple Mail's HTML form holds them:
-  _Reader._list_body_forms), and a third form that says more than the text (AMP, Apple Watch:
-  _Reader._other_form) is read for the lines the text does not say.
+  or .csv name, any other text/* but those of UNREAD_TEXT_TYPES, RTF among them; text/html,
+  text/enriched and text/richtext without their formatting, unless they repeat the body's text,
+  whitespace aside) are read and scored as part of the message, so is the wording of a calendar
+  invitation (text/calendar: its title, location, description and comment, and Outlook's HTML
+  description when it says something else: scoring.sources.ical; an invitation sent alone has no
+  other text, whether as text/calendar or as a multipart/alternative of text/calendar and its
+  application/ics copy, which is listed and not read again; an application/ics attachment is read
+  so too unless a text/calendar part of the message says the same), so are the text files inside
+  a zip attachment and the text of an attached message (message/rfc822, a forward as attachment);
+  anything else is listed as not scored, with the reason (marked `unreadable` when it is text
+  that could not be read: a charset, a password-protected or broken zip; the import reports
+  those). Of a multipart/alternative that is not
+  the body's, one form is read (_Reader._list_forms); of the body's, the files inside its forms
+  are listed and read as attachments (Apple Mail's HTML form holds them: _Reader._list_body_forms),
+  and a third form that says more than the text (AMP, Apple Watch: _Reader._other_form) is read
+  for the lines the text does not say.
 
 The message's `body` is its text followed by each scored attachment, under a line
 "[Attachment: name · type · size]"; `attachments` gives each one's [start, end) in the body
@@ -98,7 +98,6 @@ from scoring.sources.mime_tree import (
     is_fragment,
     leaves,
 )
-from scoring.sources.rtf import RTF_SUFFIX, RTF_TYPES, RtfError, rtf_plain_text
 from scoring.sources.types import Attachment, SourceMessage
 from scoring.sources.wording import lacking, says_more, unsaid_lines
 from scoring.text import has_content
@@ -138,11 +137,13 @@ FORMATTED_TYPES = frozenset({"text/html", "text/enriched", "text/richtext"})
 # form; Apple Watch's), read without their markup as HTML is (part_text).
 OTHER_FORMS = {"text/x-amp-html": "AMP", "text/watch-html": "Apple Watch"}
 HTML_TYPES = frozenset({"text/html", *OTHER_FORMS})
-# The text/* types that are not read as text: a returned message's header block (a bounce's; no
-# text of the sender's but the subject, which is never scored). RTF is read by its own reader
-# (scoring.sources.rtf); any other text/* part (text/markdown, text/xml, text/vcard, text/x-log...)
-# is read as it is written.
+# The text/* types that are not read as text: markup that needs its own reader, which the product
+# does not have (RTF: read as written, its text would be lost among control words and \'e9
+# escapes), and a returned message's header block (a bounce's; no text of the sender's but the
+# subject, which is never scored). Any other text/* part (text/markdown, text/xml, text/vcard,
+# text/x-log...) is read as it is written.
 UNREAD_TEXT_TYPES = {
+    "text/rtf": "not scored: RTF markup (text/rtf), which is not read: there is no RTF reader",
     "text/rfc822-headers": "not scored: the header block of a returned message",
 }
 TEXT_ATTACHMENT_SUFFIXES = (".txt", ".csv")
@@ -476,8 +477,6 @@ class _Reader:
                 )
                 text = unsaid
             self._add(Attachment(name, content_type, len(data), True, ""), text)
-        elif content_type in RTF_TYPES or lowered.endswith(RTF_SUFFIX):
-            self._rtf(name, content_type, data, part.get_content_charset())
         elif (
             content_type in TEXT_ATTACHMENT_TYPES
             or lowered.endswith(TEXT_ATTACHMENT_SUFFIXES)
@@ -492,20 +491,6 @@ class _Reader:
         else:
             note = UNREAD_TEXT_TYPES.get(content_type, f"not scored: {content_type} is not text")
             self._add(Attachment(name, content_type, len(data), False, note), "")
-
-    def _rtf(self, name: str, content_type: str, data: bytes, charset: str | None) -> None:
-        """An RTF document (scoring.sources.rtf), read as its words; one striprtf cannot read is
-        listed, not scored, unreadable."""
-        decoded, note = decode_text(data, charset, where=f"the attachment {name!r}")
-        try:
-            text = rtf_plain_text(decoded)
-        except RtfError as error:
-            note = f"not scored: {error}"
-            self._add(Attachment(name, content_type, len(data), False, note, unreadable=True), "")
-            return
-        if note:
-            self.notes.append(note)
-        self._add(Attachment(name, content_type, len(data), True, ""), text)
 
     def _add(self, attachment: Attachment, text: str) -> None:
         named = replace(attachment, name=without_nul(attachment.name))
@@ -590,7 +575,7 @@ class _Reader:
             if member.is_dir():
                 continue
             member_name = f"{name}/{member.filename}"
-            if not member.filename.lower().endswith((*TEXT_ATTACHMENT_SUFFIXES, RTF_SUFFIX)):
+            if not member.filename.lower().endswith(TEXT_ATTACHMENT_SUFFIXES):
                 self._add(
                     Attachment(
                         member_name,
@@ -639,9 +624,6 @@ class _Reader:
                     f"the zip attachment {name!r} expands past {_size(limits.max_archive_bytes)}, more "
                     "than its directory declares. Refused as a zip bomb.",
                 )
-            if member_name.lower().endswith(RTF_SUFFIX):
-                self._rtf(member_name, "text/rtf", content, None)
-                continue
             text, note = decode_text(content, None, where=f"the file {member_name!r}")
             if note:
                 self.notes.append(note)

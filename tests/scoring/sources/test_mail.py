@@ -887,74 +887,23 @@ def test_a_mail_whose_only_part_is_another_text_type_is_read_as_written(content_
     assert "**Income Plus**: returns are *guaranteed*." in message.body
 
 
-RTF = (
-    b"{\\rtf1\\ansi\\ansicpg1252\\deff0{\\fonttbl{\\f0\\fswiss Calibri;}}{\\colortbl;\\red0\\green0\\blue0;}"
-    b"{\\*\\generator Riched20 10.0}\\pard\\f0 Dear client,\\par "
-    b"Returns are \\b guaranteed\\b0  at 8% a year, "
-    b"caf\\'e9 \\u8364? included.\\par{\\pict\\pngblip 89504e470d0a1a0a}\\par Best, Bob\\par}\n"
-)
-RTF_TEXT = "Dear client,\nReturns are guaranteed at 8% a year, caf\u00e9 \u20ac included.\n\nBest, Bob\n"
-
-
-def with_rtf(content_type: str, name: str, data: bytes = RTF) -> bytes:
-    return raw_mail(
+def test_an_rtf_part_is_listed_as_not_read_and_alone_is_refused_naming_it():
+    rtf = b"{\\rtf1\\ansi{\\fonttbl\\f0 Calibri;}\\f0 Returns are \\b guaranteed\\b0.\\par}\n"
+    with_text = raw_mail(
         "MIME-Version: 1.0",
         "Content-Type: multipart/mixed; boundary=m",
         body=(
             b"--m\nContent-Type: text/plain\n\nSee the terms.\n"
-            + f"--m\nContent-Type: {content_type}; name={name}\n\n".encode()
-            + data
-            + b"--m--\n"
+            b"--m\nContent-Type: text/rtf; name=terms.rtf\n\n" + rtf + b"--m--\n"
         ),
     )
 
+    (terms,) = parse_email(with_text).attachments
+    error = refused(raw_mail("Content-Type: text/rtf", body=rtf))
 
-@pytest.mark.parametrize(
-    ("content_type", "name"),
-    [("text/rtf", "terms.rtf"), ("application/rtf", "terms.rtf"), ("application/octet-stream", "Terms.RTF")],
-)
-def test_an_rtf_attachment_is_read_as_its_words(content_type, name):
-    # given: an RTF letter (a font and colour table, bold, an escaped é, a euro sign, a picture);
-    # it was listed "not read: there is no RTF reader", so a claim in it was never scored
-    message = parse_email(with_rtf(content_type, name))
-
-    # then: its words, without the markup, the tables or the picture's hex
-    (terms,) = message.attachments
-    assert (terms["name"], terms["content_type"], terms["scored"]) == (name, content_type, True)
-    assert message.body.endswith("]\n" + RTF_TEXT.strip())
-    assert "Calibri" not in message.body and "89504e" not in message.body and "\\" not in message.body
-
-
-def test_a_mail_of_only_rtf_is_read_and_an_rtf_file_in_a_zip_too():
-    alone = parse_email(raw_mail("Content-Type: text/rtf", body=RTF))
-    zipped = parse_email(with_attachment("pack.zip", "application/zip", zip_of({"letter.rtf": RTF})))
-
-    assert alone.body.endswith(RTF_TEXT.strip()) and alone.attachments[0]["scored"] is True
-    letter = {a["name"]: a for a in zipped.attachments}["pack.zip/letter.rtf"]
-    assert (letter["content_type"], letter["scored"]) == ("text/rtf", True)
-    assert "Returns are guaranteed at 8% a year" in zipped.body
-
-
-def test_a_part_labelled_rtf_that_is_not_rtf_is_read_as_the_text_it_is():
-    message = parse_email(with_rtf("text/rtf", "terms.rtf", b"Returns are guaranteed.\n"))
-
-    assert message.body.endswith("]\nReturns are guaranteed.")
-
-
-def test_an_rtf_document_the_reader_cannot_read_is_listed_unreadable(monkeypatch):
-    import scoring.sources.rtf as rtf
-
-    def broken(text, errors="strict"):
-        raise IndexError("list index out of range")
-
-    monkeypatch.setattr(rtf, "rtf_to_text", broken)
-
-    message = parse_email(with_rtf("text/rtf", "terms.rtf"))
-
-    (terms,) = message.attachments
-    assert (terms["scored"], terms["unreadable"]) == (False, True)
-    assert terms["note"] == "not scored: the RTF cannot be read (list index out of range)"
-    assert message.body == "See the terms."
+    assert (terms["name"], terms["scored"]) == ("terms.rtf", False)
+    assert "RTF" in terms["note"]
+    assert error.code == "no_text_part" and "text/rtf" in error.message
 
 
 # --- bad input ----------------------------------------------------------------------------------
