@@ -132,11 +132,11 @@ POLICY = policy.default.clone(header_factory=_CachingRegistry())
 TEXT_ATTACHMENT_TYPES = frozenset({"text/plain", "text/csv"})
 # Text with formatting, read without it (part_text): HTML, and text/enriched (RFC 1896) and
 # text/richtext (RFC 1341), the formatted mail of before HTML.
-FORMATTED_TYPES = frozenset({"text/html", "text/enriched", "text/richtext"})
 # HTML by another name: the forms some clients show instead of a body's HTML form (Gmail's AMP
 # form; Apple Watch's), read without their markup as HTML is (part_text).
 OTHER_FORMS = {"text/x-amp-html": "AMP", "text/watch-html": "Apple Watch"}
 HTML_TYPES = frozenset({"text/html", *OTHER_FORMS})
+FORMATTED_TYPES = frozenset({*HTML_TYPES, "text/enriched", "text/richtext"})
 # The text/* types that are not read as text: markup that needs its own reader, which the product
 # does not have (RTF: read as written, its text would be lost among control words and \'e9
 # escapes), and a returned message's header block (a bounce's; no text of the sender's but the
@@ -801,8 +801,12 @@ class _Reader:
             said = scope.body_text + (f"\n\n{scope.beside[1]}" if scope.beside else "")
             if is_calendar(form):
                 self.attachment(form, scope, form_of=said)
-            elif form.get_content_type() in OTHER_FORMS and not form.is_attachment():
+            elif form.get_content_type() in OTHER_FORMS:  # a third form, even one marked as a file
                 self._other_form(form, said, scope)
+            elif not holds(form, body):  # the text of a multipart/related may be a third form
+                for part in leaves(form):
+                    if part.get_content_type() in OTHER_FORMS and is_fragment(part):
+                        self._other_form(part, said, scope)
             for part in form_files(form, body):
                 self.attachment(part, scope)
 

@@ -11,10 +11,13 @@ from email.message import EmailMessage
 CALENDAR_TYPES = frozenset({"text/calendar", "application/ics", "text/x-vcalendar"})
 BODY_PREFERENCE = ("plain", "html")
 # The text/* subtypes that are a mail's text, and so may be its body: those of BODY_PREFERENCE,
-# text/enriched and text/richtext (scoring.sources.mail.FORMATTED_TYPES) and Markdown. Any other
-# text part (text/csv, text/calendar, text/xml...) is a file sent with the text, read as an
-# attachment.
-BODY_SUBTYPES = frozenset({*BODY_PREFERENCE, "enriched", "richtext", "markdown", "x-markdown"})
+# text/enriched and text/richtext (scoring.sources.mail.FORMATTED_TYPES), Markdown, and the HTML
+# forms some clients show instead of text/html (Gmail's AMP, Apple Watch's: a lone one is the
+# body; beside text/plain or HTML, a form read for what the text does not say). Any other text part
+# (text/csv, text/calendar, text/xml...) is a file sent with the text, read as an attachment.
+BODY_SUBTYPES = frozenset(
+    {*BODY_PREFERENCE, "enriched", "richtext", "markdown", "x-markdown", "x-amp-html", "watch-html"}
+)
 
 
 def find_body(part: EmailMessage) -> EmailMessage | None:

@@ -707,6 +707,63 @@ def test_an_amp_or_watch_form_that_says_something_else_is_read_after_the_text(co
     ]
 
 
+AMP_LETTER = (
+    b"<html amp4email><head><style amp-custom>.offer{color:red}</style></head><body>"
+    b"<p>Our spring letter is here.</p><p class=offer>Income Plus pays 8% a year and the returns are "
+    b"guaranteed by the bank, whatever the markets do, so your savings can only grow from here.</p>"
+    b"</body></html>"
+)
+AMP_CLAIM = (
+    "Income Plus pays 8% a year and the returns are guaranteed by the bank, whatever the markets do, so "
+    "your savings can only grow from here."
+)
+
+
+def test_a_lone_amp_part_is_the_body_read_without_its_markup():
+    message = parse_email(raw_mail("MIME-Version: 1.0", "Content-Type: text/x-amp-html", body=AMP_LETTER))
+
+    assert message.headers["text_from"] == "text/x-amp-html"
+    assert message.body == "Our spring letter is here.\n\n" + AMP_CLAIM
+    assert "amp-custom" not in message.body and "color" not in message.body
+
+
+@pytest.mark.parametrize("wrapping", ["attachment", "related"])
+def test_an_amp_form_marked_as_a_file_or_inside_multipart_related_is_read_once(wrapping):
+    # given: the AMP form as a file (Content-Disposition: attachment: it was neither read nor
+    # listed), or as the text of a multipart/related with its image (read as markup, then twice)
+    if wrapping == "attachment":
+        form = b"Content-Type: text/x-amp-html\nContent-Disposition: attachment\n\n" + AMP_LETTER + b"\n"
+    else:
+        form = (
+            b"Content-Type: multipart/related; boundary=r\n\n--r\nContent-Type: text/x-amp-html\n\n"
+            + AMP_LETTER
+            + b"\n--r\nContent-Type: image/png\nContent-ID: <logo>\n\nPNG\n--r--\n"
+        )
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/alternative; boundary=a",
+        body=(
+            b"--a\nContent-Type: text/plain\n\nOur spring letter is here.\n--a\n"
+            + form
+            + b"\n--a\nContent-Type: text/html\n\n<p>Our spring letter is here.</p>\n--a--\n"
+        ),
+    )
+
+    # when
+    message = parse_email(raw)
+
+    # then: the text, and once after it the AMP form's line the text does not say, without markup
+    assert message.body.startswith("Our spring letter is here.\n\n[Attachment: ")
+    assert message.body.endswith("]\n" + AMP_CLAIM)
+    assert message.body.count("Income Plus") == 1 and "amp-custom" not in message.body
+    (form,) = message.attachments
+    assert (form["name"], form["content_type"], form["scored"]) == (
+        "AMP form of the body",
+        "text/x-amp-html",
+        True,
+    )
+
+
 def test_an_amp_form_that_repeats_the_text_is_neither_read_again_nor_listed():
     form = b"<html amp4email><body><p>Our spring letter is here.</p><button>Reply</button></body></html>"
 
