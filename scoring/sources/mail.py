@@ -676,8 +676,9 @@ class _Reader:
     ) -> tuple[str, str, tuple[EmailMessage, str] | None]:
         """(text, the type it is read from, the text/plain form read after it) of the body part
         (_choose_form). A text/plain form whose charset cannot be read gives the HTML form of its
-        multipart/alternative, with a note: the mail was refused although the form its recipient
-        sees could be read. Without a readable HTML form, the text/plain form's error refuses it."""
+        multipart/alternative (else its AMP or Apple Watch form: OTHER_FORMS), with a note: the mail
+        was refused although the form its recipient sees could be read. Without a readable one,
+        the text/plain form's error refuses it."""
         alternative = body_alternative(message, body_part) if text_from == "text/plain" else None
         try:
             text = self.part_text(body_part, f"the {text_from} body")
@@ -685,15 +686,20 @@ class _Reader:
             if alternative is None or error.code not in CHARSET_ERRORS:
                 raise
             noted = len(self.notes)
-            try:
-                html_text = self._html_form_text(alternative, body_part)
-            except SourceError:
-                html_text = None
-            if not html_text or not has_content(html_text):
+            for read_from in ("text/html", *OTHER_FORMS):  # what the recipient's client would show
+                try:
+                    if read_from == "text/html":
+                        html_text = self._html_form_text(alternative, body_part)
+                    else:
+                        html_text = self._third_form_text(alternative, read_from)
+                except SourceError:
+                    html_text = None
+                if html_text and has_content(html_text):
+                    kind = OTHER_FORMS.get(read_from, "HTML")
+                    self.notes.insert(noted, f"{error.message} Its {kind} form is read.")
+                    return html_text, read_from, None
                 del self.notes[noted:]
-                raise error from None
-            self.notes.insert(noted, f"{error.message} Its HTML form is read.")
-            return html_text, "text/html", None
+            raise error from None
         if alternative is None:
             return text, text_from, None
         return self._choose_form(alternative, body_part, text)
@@ -708,6 +714,15 @@ class _Reader:
             return None
         pieces = [p for p in leaves(form) if p.get_content_type() == "text/html" and is_fragment(p)]
         return "\n\n".join(self.part_text(p, "the HTML form of the body") for p in pieces).strip()
+
+    def _third_form_text(self, alternative: EmailMessage, content_type: str) -> str | None:
+        """The text of the first form of `alternative` of `content_type` (OTHER_FORMS), or None."""
+        part = next((p for p in leaves(alternative) if p.get_content_type() == content_type), None)
+        return (
+            None
+            if part is None
+            else self.part_text(part, f"the {OTHER_FORMS[content_type]} form of the body")
+        )
 
     def _choose_form(
         self, alternative: EmailMessage, plain: EmailMessage, plain_text: str

@@ -644,6 +644,23 @@ def test_a_text_plain_form_whose_charset_cannot_be_read_gives_the_html_form_with
     assert note.endswith("Its HTML form is read.")
 
 
+def test_a_text_plain_form_whose_charset_cannot_be_read_beside_an_amp_form_alone_gives_the_amp_form():
+    raw = raw_mail(
+        "MIME-Version: 1.0",
+        "Content-Type: multipart/alternative; boundary=a",
+        body=(
+            b"--a\nContent-Type: text/plain; charset=x-klingon\n\nZ\xe9ro risque.\n"
+            b"--a\nContent-Type: text/x-amp-html; charset=utf-8\n\n<html amp4email><p>Z\xc3\xa9ro risque.</p>"
+            b"</html>\n--a--\n"
+        ),
+    )
+
+    message = parse_email(raw)
+
+    assert message.body == "Zéro risque." and message.headers["text_from"] == "text/x-amp-html"
+    assert message.headers["notes"][0].endswith("Its AMP form is read.") and message.attachments == []
+
+
 @pytest.mark.parametrize(
     "html",
     [("x-klingon", b"<p>Z\xe9ro risque.</p>"), ("utf-8", b"<p> </p>")],
