@@ -403,12 +403,7 @@ class _Reader:
                 raise
             # Not the body: the rest of the message is read, this part listed with the reason.
             self.unreadable.append(error)
-            self._add(
-                Attachment(
-                    name, content_type, len(data), False, f"not scored: {error.message}", unreadable=True
-                ),
-                "",
-            )
+            self._add(_unreadable(name, content_type, len(data), error.message), "")
 
     def _read(
         self,
@@ -539,17 +534,7 @@ class _Reader:
             archive = zipfile.ZipFile(io.BytesIO(data))
             members = archive.infolist()
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
-            self._add(
-                Attachment(
-                    name,
-                    content_type,
-                    len(data),
-                    False,
-                    f"not scored: not a readable zip archive ({exc})",
-                    unreadable=True,
-                ),
-                "",
-            )
+            self._add(_unreadable(name, content_type, len(data), f"not a readable zip archive ({exc})"), "")
             return
         if len(members) > limits.max_archive_members:
             raise SourceError(
@@ -588,34 +573,15 @@ class _Reader:
                 )
                 continue
             if member.flag_bits & 0x1:  # encrypted (ZipCrypto or AES): its text needs the password
-                self._add(
-                    Attachment(
-                        member_name,
-                        "text/plain",
-                        member.file_size,
-                        False,
-                        "not scored: password-protected: its text cannot be read without the password",
-                        unreadable=True,
-                    ),
-                    "",
-                )
+                why = "password-protected: its text cannot be read without the password"
+                self._add(_unreadable(member_name, "text/plain", member.file_size, why), "")
                 continue
             try:
                 with archive.open(member) as handle:
                     # Read no more than the budget left, whatever the member's header claims.
                     content = handle.read(budget + 1)
             except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, RuntimeError) as exc:
-                self._add(
-                    Attachment(
-                        member_name,
-                        "text/plain",
-                        member.file_size,
-                        False,
-                        f"not scored: unreadable ({exc})",
-                        unreadable=True,
-                    ),
-                    "",
-                )
+                self._add(_unreadable(member_name, "text/plain", member.file_size, f"unreadable ({exc})"), "")
                 continue
             budget -= len(content)
             if budget < 0:
@@ -842,8 +808,7 @@ class _Reader:
             if error.code not in CHARSET_ERRORS:
                 raise
             self.unreadable.append(error)
-            note = f"not scored: {error.message}"
-            self._add(Attachment(name, content_type, len(data), False, note, unreadable=True), "")
+            self._add(_unreadable(name, content_type, len(data), error.message), "")
             return
         unsaid = unsaid_lines(text, said).strip() if says_more(text, said) else ""
         if not has_content(unsaid):
@@ -971,6 +936,11 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
         thread_refs=tuple(dict.fromkeys((*references, *((in_reply_to,) if in_reply_to else ())))),
         participants=participants,
     )
+
+
+def _unreadable(name: str, content_type: str, size: int, why: str) -> Attachment:
+    """A part listed, not scored, because its text could not be read (Attachment.unreadable)."""
+    return Attachment(name, content_type, size, False, f"not scored: {why}", unreadable=True)
 
 
 def _layout(text: str, attachments: list[tuple[Attachment, str]]) -> tuple[str, list[dict]]:
