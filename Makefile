@@ -48,9 +48,9 @@ test: $(STAMP)
 	$(PY) -m pytest -n $(TEST_WORKERS) -m "not browser and not trained_model" --durations=30
 	$(PY) -m pytest -m "trained_model or browser" --durations=20
 
-# The development loop: everything but the browser tests and the tests that train or load the
-# real model (markers `browser` and `slow`), in TEST_WORKERS processes. `make test` stays the
-# whole suite, and is what CI runs.
+# The development loop: everything but the browser tests, the tests that train or load the real
+# model and the API contract's generated feeds (markers `browser` and `slow`), in TEST_WORKERS
+# processes. `make test` stays the whole suite, and is what CI runs.
 test-fast: $(STAMP)
 	$(PY) -m pytest -n $(TEST_WORKERS) -m "not slow and not browser" -q
 

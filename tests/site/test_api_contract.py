@@ -183,6 +183,10 @@ def test_readers_get_what_the_schema_says(case, token):
     case.call_and_validate(headers={"Authorization": f"Token {token}"})
 
 
+# Generating bodies that match the text pattern makes these the slowest tests outside the real
+# model's (about 85 s of CPU on a 2-core AMD EPYC): `slow`, so `make test-fast` leaves them to
+# `make test` and CI.
+@pytest.mark.slow
 @ingest.parametrize()
 @pytest.mark.parametrize("token", [SERVICE, ADMIN], indirect=True)
 @fixture_shared_by_examples
@@ -206,6 +210,7 @@ def test_the_metrics_endpoints_give_compliance_admins_what_the_schema_says(case,
 LIVE_OPERATIONS = ["GET /api/messages/{id}/", "POST /api/messages/"]
 
 
+@pytest.mark.slow  # a live server and generated requests: 20-25 s
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_the_served_schema_holds_over_live_http(live_server):
     # given a server on a socket, an admin's token, and the schema as GET /api/schema/ serves it
