@@ -248,8 +248,8 @@ def sources_ingest(
 class ImportReport:
     """What an import did: counts and each refused item's position and reason; `partly_read`:
     each stored message with a part whose text could not be read (Attachment.unreadable: a
-    charset that cannot be decoded, a broken or password-protected zip), its position and what,
-    for that part was not scored and no reviewer sees it unless the message routes."""
+    charset that cannot be decoded, a broken or password-protected zip), with its position, the
+    part and why: that part was not scored, and no reviewer sees it unless the message routes."""
 
     created: int = 0
     duplicate: int = 0
