@@ -41,6 +41,14 @@ def _flush_past_truncate_guards():
 
 
 @pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """Personas are created per test, and PBKDF2 at production strength (a million iterations)
+    takes about 0.3 s a password here: in tests, passwords are hashed with MD5. Production keeps
+    Django's default hashers (compliance_site.settings sets none)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
 def _private_checkpoint_log(settings, tmp_path):
     """Each test has a checkpoint log of its own (reviews.checkpoint_store), never var/'s."""
     settings.AUDIT_CHECKPOINT_DIR = tmp_path / "audit-checkpoints"

@@ -14,12 +14,6 @@ from reviews.models import ReviewDecision
 from tests.support.db_guard import append_only_guard_disabled
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    """Personas are created per test; PBKDF2 at production strength would dominate the run."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def signed_in(user) -> Client:
     client = Client()
     client.force_login(user)

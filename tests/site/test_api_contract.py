@@ -139,11 +139,6 @@ def allowed_roles(label: str) -> set[str]:
     raise AssertionError(f"{label}: say in this test which roles may use it")
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def wsgi_in_the_test_transaction(db):
     """Django's WSGI handler closes the database connection after each request when it is not

@@ -17,8 +17,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, seria
 
 
 @pytest.fixture
-def people(settings, committed_decisions):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def people(committed_decisions):
     return {
         "rita": UserFactory(username="rita_reviewer", role="reviewer"),
         "rob": UserFactory(username="rob_reviewer", role="reviewer"),

@@ -19,8 +19,7 @@ from tests.reviews.test_sources_views import email_with_parts
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 
-def test_a_reviewer_reads_a_chat_line_in_its_conversation_and_an_email_in_its_thread(new_page, settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def test_a_reviewer_reads_a_chat_line_in_its_conversation_and_an_email_in_its_thread(new_page):
     UserFactory(username="rita_reviewer", role="reviewer")
     start = timezone.now() - timedelta(hours=1)
     chat = Conversation.objects.create(kind=Conversation.Kind.CHAT, key="slack:C1", title="#client-desk")
@@ -112,9 +111,8 @@ def test_a_reviewer_reads_a_chat_line_in_its_conversation_and_an_email_in_its_th
 
 
 def test_an_email_shows_its_quoted_history_folded_and_its_signature_marked_to_reviewer_and_auditor(
-    new_page, settings
+    new_page,
 ):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     rita = UserFactory(username="rita_reviewer", role="reviewer")
     UserFactory(username="audrey_auditor", role="auditor")
     email = email_with_parts()  # body, sign-off with a disclaimer, quoted question, text attachment
