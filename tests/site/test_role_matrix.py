@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from importlib import import_module
 
 import pytest
+from django.db import transaction
 from django.test import Client
 from django.urls import get_resolver, reverse
 from django.utils import timezone
@@ -203,13 +204,17 @@ ROUTES: list[Route] = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+@pytest.fixture(scope="module")
+def world(django_db_setup, django_db_blocker) -> World:
+    """Built once for the module's 570 cases, in a transaction rolled back at its end; each case
+    runs in a savepoint of its own inside it (pytest-django's `db`), so what one case writes (an
+    allowed POST) is gone before the next."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        yield _build_world()
+        transaction.set_rollback(True)
 
 
-@pytest.fixture
-def world(db) -> World:
+def _build_world() -> World:
     author = UserFactory(username="matrix_author", role=Role.REVIEWER)
     in_review = reviewable_message(attention=True)
     escalated = ReviewDecisionFactory(reviewer=author, verdict="escalate").message
@@ -265,7 +270,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("route", "role"), CASES)
-def test_role_matrix(route: Route, role: str, world: World):
+def test_role_matrix(route: Route, role: str, world: World, db):
     client = client_for(role)
     path = route.path(world)
     response = getattr(client, route.method)(path, route.data or {})
