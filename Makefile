@@ -43,16 +43,20 @@ run: model
 # browser tests (one Chromium, Django's async-safety check off while it lives: they run last, see
 # tests/conftest.py, where the marks are). One process for both saves a start-up and a test
 # database. --durations: the slowest tests of each run (CI's log included) say where the time goes.
+# Both targets keep compiled modules (__pycache__/, git-ignored) where the environment sets
+# PYTHONDONTWRITEBYTECODE: without them every pytest process compiles the project and rewrites the
+# assertions of every test module and plugin again (collection 21.8 s -> 15.2 s a process here).
 TEST_WORKERS ?= 2
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest
 test: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) -m "not browser and not trained_model" --durations=30
-	$(PY) -m pytest -m "trained_model or browser" --durations=20
+	$(PYTEST) -n $(TEST_WORKERS) -m "not browser and not trained_model" --durations=30
+	$(PYTEST) -m "trained_model or browser" --durations=20
 
 # The development loop: everything but the browser tests, the tests that train or load the real
 # model and the API contract's generated feeds (markers `browser` and `slow`), in TEST_WORKERS
 # processes. `make test` stays the whole suite, and is what CI runs.
 test-fast: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) -m "not slow and not browser" -q
+	$(PYTEST) -n $(TEST_WORKERS) -m "not slow and not browser" -q
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
