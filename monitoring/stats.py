@@ -283,10 +283,11 @@ class RecallEstimate:
 
 RECALL_ESTIMATOR = (
     "Recall = flagged claims / all claims, with all claims estimated per routing stratum: flagged "
-    "messages, rule hits below threshold, and everything else below threshold (of which the QA "
+    "messages, messages routed below threshold by a rule hit or by a part that could not be read "
+    "(the rule_only stratum), and everything else below threshold (of which the QA "
     "sample is a uniform random draw). Each stratum's claims = its messages x the claim share among "
     "its reviewed messages. The interval comes from the Wilson 95 % interval of the QA sample's "
-    "claim share (the upper end gives the lowest recall), the flagged and rule-hit strata held at "
+    "claim share (the upper end gives the lowest recall), the flagged and rule_only strata held at "
     "their observed shares: with a small QA sample, that share is by far the largest uncertainty. The "
     "interval never goes below the claims seen nor above those plus every unreviewed message."
 )
@@ -294,7 +295,11 @@ RECALL_ESTIMATOR = (
 
 def recall_estimate(*, flagged: Stratum, rule_only: Stratum, qa: Stratum, z: float = Z95) -> RecallEstimate:
     """Estimated recall at the threshold from reviewed messages (see RECALL_ESTIMATOR)."""
-    for name, stratum in (("flagged", flagged), ("rule-hit", rule_only), ("below-threshold", qa)):
+    for name, stratum in (
+        ("flagged", flagged),
+        ("rule-hit or unread-part", rule_only),
+        ("below-threshold", qa),
+    ):
         if stratum.messages > 0 and stratum.reviewed == 0:
             return RecallEstimate(None, None, None, None, f"no reviewed {name} messages yet")
     caught = flagged.estimated_claims()

@@ -99,6 +99,7 @@ class RouteReason(models.TextChoices):
     MODEL_FLAG = "model_flag", "Model score at or above threshold"
     RULE_HIT = "rule_hit", "Rule matched"
     MODEL_AND_RULE = "model_and_rule", "Model flag and rule match"
+    UNREAD_PART = "unread_part", "Below threshold, but a part of it could not be read"
     QA_SAMPLE = "qa_sample", "Random QA sample below threshold"
     CLEARED = "cleared", "Below threshold, no rule"
 

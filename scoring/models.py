@@ -406,8 +406,9 @@ class Message(models.Model):
     attachments = models.JSONField(
         default=list,
         blank=True,
-        help_text="[{name, content_type, size, scored, note, start, end}]: [start, end) is a scored "
-        "attachment's text in the body.",
+        help_text="[{name, content_type, size, scored, note, start, end, unreadable}]: [start, end) "
+        "is a scored attachment's text in the body; unreadable is true for a part whose text could "
+        "not be read.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -496,6 +497,12 @@ class Message(models.Model):
     def _text_state(self) -> tuple[str | None, str | None, str | None]:
         loaded = self.__dict__
         return loaded.get("body"), loaded.get("body_sha256"), loaded.get("status")
+
+    @property
+    def has_unread_part(self) -> bool:
+        """Whether a part of it could not be read (an attachment stored with "unreadable": true):
+        nothing in that part was checked, so the message is routed to review (scoring.routing)."""
+        return any(isinstance(a, dict) and a.get("unreadable") is True for a in self.attachments or [])
 
 
 class Prediction(models.Model):

@@ -1,7 +1,9 @@
 """Routing after scoring, as pure functions (no Django).
 
 flagged (score >= threshold) or a rule hit -> explain, then review; otherwise cleared, except a
-random QA sample that is reviewed too, so that misses (false negatives) can be estimated.
+message with a part whose text could not be read (an attachment in a password-protected zip, in
+a charset nobody can decode: nothing in it was checked, so a person looks) and a random QA sample,
+both reviewed too, the sample so that misses (false negatives) can be estimated.
 
 A rule hit routes only where the sender's own words are: in a part of the message that routes
 (scoring.segmentation: the body and the signature; quoted history only in a bare forward), so
@@ -19,6 +21,7 @@ from scoring.segmentation import Segment, routing_segments, segment
 MODEL_FLAG = "model_flag"
 RULE_HIT = "rule_hit"
 MODEL_AND_RULE = "model_and_rule"
+UNREAD_PART = "unread_part"
 QA_SAMPLE = "qa_sample"
 CLEARED = "cleared"
 
@@ -43,7 +46,11 @@ def is_qa_sample(key: str, *, rate: float, salt: str) -> bool:
     return draw < rate
 
 
-def route(*, score: float, threshold: float, rule_hit: bool, qa_sample: bool) -> Route:
+def route(
+    *, score: float, threshold: float, rule_hit: bool, qa_sample: bool, unread_part: bool = False
+) -> Route:
+    """Where a scored message goes. A part that could not be read comes before the QA draw, so that
+    the sample stays a uniform draw of the messages nothing else sends to review."""
     flagged = score >= threshold
     if flagged and rule_hit:
         return Route(MODEL_AND_RULE, needs_explanation=True, to_review=True, is_qa_sample=False)
@@ -51,6 +58,8 @@ def route(*, score: float, threshold: float, rule_hit: bool, qa_sample: bool) ->
         return Route(MODEL_FLAG, needs_explanation=True, to_review=True, is_qa_sample=False)
     if rule_hit:
         return Route(RULE_HIT, needs_explanation=True, to_review=True, is_qa_sample=False)
+    if unread_part:
+        return Route(UNREAD_PART, needs_explanation=False, to_review=True, is_qa_sample=False)
     if qa_sample:
         return Route(QA_SAMPLE, needs_explanation=False, to_review=True, is_qa_sample=True)
     return Route(CLEARED, needs_explanation=False, to_review=False, is_qa_sample=False)

@@ -31,7 +31,13 @@ from django.conf import settings
 from django.db.models import QuerySet, Sum
 
 from monitoring import stats
-from monitoring.constants import ALL, BELOW_THRESHOLD_ROUTES, FLAGGED_ROUTES, NO_CLAIM, RULE_ONLY_ROUTES
+from monitoring.constants import (
+    ALL,
+    BELOW_THRESHOLD_ROUTES,
+    FLAGGED_ROUTES,
+    NO_CLAIM,
+    ROUTED_BELOW_THRESHOLD_ROUTES,
+)
 from monitoring.models import DecisionDayRollup, MessageDayRollup
 from monitoring.selectors.common import activation_times, claim_types, period_bounds, version_dict
 from monitoring.timeline import build_series
@@ -286,7 +292,7 @@ def _message_counts(version: ModelVersion) -> tuple[dict[str, int], dict[int | N
         if row["route_reason"] in FLAGGED_ROUTES:
             strata["flagged"] += row["n"]
             flagged_by_type[row["predicted_claim_type_id"]] += row["n"]
-        elif row["route_reason"] in RULE_ONLY_ROUTES:
+        elif row["route_reason"] in ROUTED_BELOW_THRESHOLD_ROUTES:
             strata["rule_only"] += row["n"]
         elif row["route_reason"] in BELOW_THRESHOLD_ROUTES:
             strata["below_threshold"] += row["n"]

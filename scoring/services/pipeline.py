@@ -250,6 +250,7 @@ def _score_claimed(ids: list[int], *, version: ModelVersion, scorer, claim) -> B
                 qa_sample=routing.is_qa_sample(
                     message.external_id, rate=settings.QA_SAMPLE_RATE, salt=settings.QA_SAMPLE_SALT
                 ),
+                unread_part=message.has_unread_part,
             )
             message.routing_prediction = prediction
             message.queue_score = prediction.score

@@ -66,6 +66,31 @@ def test_strata_count_messages_from_the_rollup_and_reviews_from_decisions(review
     }
 
 
+def test_messages_routed_for_a_part_not_read_are_counted_with_the_rule_hits_not_the_qa_population(
+    reviewed_traffic, base_day
+):
+    # two more below threshold, each reviewed for a part that could not be read: one a claim
+    at = day_at(base_day, 12)  # after the fixture's decisions: the audit chain is in time order
+    for i in range(2):
+        message = routed(
+            reviewed_traffic, received_at=at + timedelta(minutes=i), score=0.2, route="unread_part"
+        )
+        decide(
+            message,
+            verdict="claim" if i == 0 else "no_claim",
+            claim_code="guaranteed_returns" if i == 0 else None,
+            at=at + timedelta(minutes=10 + i),
+        )
+    rollup_refresh()
+
+    result = selectors.quality(version=reviewed_traffic)
+
+    assert result["strata"]["rule_only"] == {"messages": 6, "reviewed": 6, "claims": 2}
+    assert result["strata"]["below_threshold"] == {"messages": 50, "reviewed": 10, "claims": 1}
+    # caught 10 * 7/8 = 8.75, routed below threshold 2, below threshold 50 * 1/10 = 5
+    assert result["overall"]["recall"]["recall"] == pytest.approx(8.75 / 15.75)
+
+
 def test_overall_precision_and_estimated_recall_match_the_hand_computation(reviewed_traffic):
     # precision 7/8; recall: caught 10 * 7/8 = 8.75, rule hits 1, below threshold 50 * 1/10 = 5
     # -> 8.75 / 14.75 = 0.593220

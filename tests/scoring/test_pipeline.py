@@ -46,18 +46,23 @@ def queued(body: str, **fields) -> Message:
 
 
 @pytest.mark.parametrize(
-    ("score", "rule_hit", "qa", "reason", "explain", "review"),
+    ("score", "rule_hit", "qa", "unread", "reason", "explain", "review"),
     [
-        (0.9, True, False, routing.MODEL_AND_RULE, True, True),
-        (0.9, False, True, routing.MODEL_FLAG, True, True),
-        (0.1, True, False, routing.RULE_HIT, True, True),
-        (0.1, False, True, routing.QA_SAMPLE, False, True),
-        (0.1, False, False, routing.CLEARED, False, False),
-        (0.5, False, False, routing.MODEL_FLAG, True, True),  # the threshold itself flags
+        (0.9, True, False, False, routing.MODEL_AND_RULE, True, True),
+        (0.9, False, True, False, routing.MODEL_FLAG, True, True),
+        (0.1, True, False, False, routing.RULE_HIT, True, True),
+        (0.1, False, True, False, routing.QA_SAMPLE, False, True),
+        (0.1, False, False, False, routing.CLEARED, False, False),
+        (0.5, False, False, False, routing.MODEL_FLAG, True, True),  # the threshold itself flags
+        # a part that could not be read: nothing in it was checked, so a person looks
+        (0.1, False, False, True, routing.UNREAD_PART, False, True),
+        (0.1, False, True, True, routing.UNREAD_PART, False, True),  # before the draw: not a sample
+        (0.9, False, False, True, routing.MODEL_FLAG, True, True),
+        (0.1, True, False, True, routing.RULE_HIT, True, True),
     ],
 )
-def test_routing_follows_the_brief(score, rule_hit, qa, reason, explain, review):
-    decided = routing.route(score=score, threshold=0.5, rule_hit=rule_hit, qa_sample=qa)
+def test_routing_follows_the_brief(score, rule_hit, qa, unread, reason, explain, review):
+    decided = routing.route(score=score, threshold=0.5, rule_hit=rule_hit, qa_sample=qa, unread_part=unread)
 
     assert (decided.reason, decided.needs_explanation, decided.to_review) == (reason, explain, review)
     assert decided.is_qa_sample == (reason == routing.QA_SAMPLE)
@@ -135,6 +140,34 @@ def test_a_qa_sample_below_threshold_goes_to_review_marked_as_a_sample(tiny_mode
     message.refresh_from_db()
     assert message.status == MessageStatus.IN_REVIEW and message.is_qa_sample
     assert message.route_reason == routing.QA_SAMPLE and message.in_review_at is not None
+
+
+def test_a_message_with_a_part_that_could_not_be_read_goes_to_review_though_nothing_flags_it(
+    tiny_model_version,
+):
+    with_threshold(tiny_model_version, 1.0)
+    attachments = [
+        {
+            "name": "terms.txt",
+            "content_type": "text/plain",
+            "size": 30,
+            "scored": False,
+            "note": "not scored: x",
+        }
+    ]
+    read_whole = queued(NEUTRAL, attachments=attachments)
+    not_read_whole = queued(NEUTRAL, attachments=[{**attachments[0], "unreadable": True}])
+
+    with override_settings(QA_SAMPLE_RATE=0.0):
+        outcome = messages_score_batch(message_ids=[read_whole.pk, not_read_whole.pk])
+
+    read_whole.refresh_from_db()
+    not_read_whole.refresh_from_db()
+    assert (read_whole.status, read_whole.route_reason) == (MessageStatus.CLEARED, routing.CLEARED)
+    assert not_read_whole.status == MessageStatus.IN_REVIEW and not not_read_whole.is_qa_sample
+    assert not_read_whole.route_reason == routing.UNREAD_PART and not_read_whole.in_review_at is not None
+    assert list(outcome.to_explain) == []  # nothing flagged it, so there is nothing to explain
+    assert not_read_whole.get_route_reason_display() == "Below threshold, but a part of it could not be read"
 
 
 def test_a_message_the_scorer_refuses_fails_alone_with_its_reason(tiny_model_version):
