@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from reviews.models import ReviewLock
 from reviews.pagination import encode_cursor
+from scoring.models import Message
 from tests.factories import ModelVersionFactory, reviewable_message
 
 pytestmark = pytest.mark.django_db
@@ -177,3 +178,29 @@ def test_the_preview_ends_in_an_ellipsis_only_when_the_body_is_longer_than_the_p
     previews = dict(re.findall(r'data-message-id="(\d+)".*?<span class="preview">(.*?)</span>', html, re.S))
     assert not previews[str(exact.pk)].endswith("…")
     assert previews[str(longer.pk)].endswith("y…")
+
+
+def test_a_message_routed_for_a_part_not_read_says_so_in_the_queue_and_on_its_page(reviewer_client):
+    unread = reviewable_message(
+        score=0.2,
+        rule_phrase=None,
+        attachments=[
+            {
+                "name": "terms.zip/terms.txt",
+                "content_type": "text/plain",
+                "size": 40,
+                "scored": False,
+                "note": "not scored: the zip is password-protected",
+                "unreadable": True,
+            }
+        ],
+    )
+    Message.objects.filter(pk=unread.pk).update(route_reason="unread_part")  # as scoring routes it
+    sampled = reviewable_message(score=0.2, qa_sample=True, rule_phrase=None)
+
+    html = reviewer_client.get(QUEUE).content.decode()
+    rows = dict(re.findall(r'<tr data-message-id="(\d+)">(.*?)</tr>', html, re.DOTALL))
+    assert "part not read" in rows[str(unread.pk)] and "part not read" not in rows[str(sampled.pk)]
+    page = reviewer_client.get(f"/review/messages/{unread.pk}/").content.decode()
+    assert "routed because: Below threshold, but a part of it could not be read" in page
+    assert "its text could not be read, so nothing in it was checked" in page
