@@ -8,8 +8,9 @@ reviewers' decisions on them (reviews) and the Wilson intervals (monitoring.stat
 What it reports, for the messages received in the period that were scored:
 - **added**: messages the draft routes by rules and the active rules do not; **removed**: the reverse.
 - For each, per rule (the hits that make the difference; a message hit by two rules counts under
-  both) and per claim type: how many; how many the model flagged or the QA sample took anyway (they
-  are in the review queue whatever the rules say: an added rule adds nothing there); how many were
+  both) and per claim type: how many; how many the model flagged, the QA sample took or a part
+  not read sent to review anyway (they are in the review queue whatever the rules say: an added
+  rule adds nothing there); how many were
   reviewed and how (claim, of the rule's type or another; not a claim), with the share of claims
   and, stricter, the share of claims of the rule's (or group's) own claim type, each with its
   Wilson interval, as precision estimates. Only messages that reached review have a
@@ -45,6 +46,7 @@ from scoring.backtest_helper import ScanHelper
 from scoring.constants import RouteReason
 from scoring.errors import RuleSetError
 from scoring.models import Message, RuleSet, RuleSetBacktest, RuleSetDraft
+from scoring.routing import has_unread_part
 from scoring.rules import RuleSpec
 from scoring.selectors import active_rule_set, rule_spec_of, rules_of
 from scoring.services.rule_sets import draft_rules
@@ -56,7 +58,7 @@ MAX_DAYS = 365
 CHUNK = 5_000  # messages read per round trip, and between two progress updates
 SAMPLE_SIZE = 20
 SNIPPET_CHARS = 120
-IN_QUEUE_ANYWAY = "flagged or QA sample"
+IN_QUEUE_ANYWAY = "flagged, QA sample or a part not read"
 
 
 def draft_specs(draft: RuleSetDraft) -> list[RuleSpec]:
@@ -264,14 +266,21 @@ def backtest_compute(
 
 
 def _message_facts(ids: list[int]) -> tuple[dict[int, dict], dict[int, dict]]:
-    """Per message: external id, received, flagged, QA sample; its counted decision, if reviewed."""
+    """Per message: external id, received, flagged, QA sample, a part not read (routed to review
+    whatever the rules say: scoring.routing); its counted decision, if reviewed."""
     facts: dict[int, dict] = {}
     decisions: dict[int, dict] = {}
     for start in range(0, len(ids), 1000):
         part = ids[start : start + 1000]
         for row in Message.objects.filter(pk__in=part).values(
-            "id", "external_id", "received_at", "is_qa_sample", flagged=F("routing_prediction__flagged")
+            "id",
+            "external_id",
+            "received_at",
+            "is_qa_sample",
+            "attachments",
+            flagged=F("routing_prediction__flagged"),
         ):
+            row["unread_part"] = has_unread_part(row.pop("attachments"))
             facts[row["id"]] = row
         for row in (
             effective_decisions()
@@ -297,7 +306,7 @@ class _Group:
     def add(self, fact: dict, decision: dict | None, claim_type: str) -> None:
         self.messages += 1
         self.flagged += bool(fact["flagged"])
-        self.in_queue_anyway += bool(fact["flagged"] or fact["is_qa_sample"])
+        self.in_queue_anyway += bool(fact["flagged"] or fact["is_qa_sample"] or fact["unread_part"])
         if decision is not None:
             self.reviewed += 1
             if decision["verdict"] == "claim":

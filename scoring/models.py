@@ -8,6 +8,7 @@ from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 
 from scoring.constants import REVIEWED_STATUSES, Channel, MessageStatus, RouteReason
+from scoring.routing import has_unread_part
 
 
 class ClaimType(models.Model):
@@ -502,7 +503,7 @@ class Message(models.Model):
     def has_unread_part(self) -> bool:
         """Whether a part of it could not be read (an attachment stored with "unreadable": true):
         nothing in that part was checked, so the message is routed to review (scoring.routing)."""
-        return any(isinstance(a, dict) and a.get("unreadable") is True for a in self.attachments or [])
+        return has_unread_part(self.attachments)
 
 
 class Prediction(models.Model):

@@ -46,6 +46,14 @@ def is_qa_sample(key: str, *, rate: float, salt: str) -> bool:
     return draw < rate
 
 
+def has_unread_part(attachments: object) -> bool:
+    """Whether a message's stored attachments (scoring.models.Message.attachments) hold a part
+    whose text could not be read (marked `"unreadable": true` by scoring.sources)."""
+    return isinstance(attachments, list) and any(
+        isinstance(a, dict) and a.get("unreadable") is True for a in attachments
+    )
+
+
 def route(
     *, score: float, threshold: float, rule_hit: bool, qa_sample: bool, unread_part: bool = False
 ) -> Route:

@@ -537,3 +537,32 @@ def test_a_backtest_matched_in_two_processes_has_the_same_figures(
     assert [s["external_id"] for s in split["sample"]] == [s["external_id"] for s in whole.results["sample"]]
     assert split["scan"]["candidates"] == whole.results["scan"]["candidates"]
     assert whole.results["added"]["messages"] and whole.results["removed"]["messages"]
+
+
+def test_a_message_with_a_part_not_read_is_in_the_queue_whatever_the_rules_say(draft, version, staff_admin):
+    # given: two messages with a part that could not be read (they go to review anyway): one a
+    # new rule hits, one that only the dropped GR-004 routed
+    unread = [
+        {"name": "terms.txt", "content_type": "text/plain", "size": 9, "scored": False, "unreadable": True}
+    ]
+    at = timezone.now() - timedelta(days=3)
+    moon = routed(version, received_at=at, score=0.1, route="unread_part", body="This coin goes to the moon.")
+    assured = routed(
+        version, received_at=at, score=0.1, route="rule_hit", body="You get assured income with us."
+    )
+    for message in (moon, assured):
+        message.attachments = unread
+        message.save(update_fields=["attachments"])
+
+    # when
+    backtest = rule_backtest_run(backtest_id=rule_backtest_request(draft=draft, user=staff_admin, days=30).pk)
+
+    # then: each is counted, and neither changes the queue
+    r = backtest.results
+    assert (r["added"]["messages"], r["added"]["in_queue_anyway"], r["added"]["queue_effect"]) == (1, 1, 0)
+    assert (r["removed"]["messages"], r["removed"]["in_queue_anyway"], r["removed"]["queue_effect"]) == (
+        1,
+        1,
+        0,
+    )
+    assert r["queue_change_per_day"] == 0

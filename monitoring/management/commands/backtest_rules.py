@@ -57,7 +57,8 @@ class Command(BaseCommand):
         ):
             g = r[kind]
             self.stdout.write(
-                f"{title}: {g['messages']} ({g['in_queue_anyway']} flagged or QA sample anyway, "
+                f"{title}: {g['messages']} ({g['in_queue_anyway']} flagged, QA sample or a part not read "
+                "anyway, "
                 f"{g['queue_effect']} change the queue); reviewed {g['reviewed']}, "
                 f"claims {_rate(g['precision'])}."
             )
