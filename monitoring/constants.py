@@ -7,10 +7,7 @@ from scoring.constants import RouteReason
 # Routing strata of the recall estimator (monitoring.stats.recall_estimate).
 FLAGGED_ROUTES: tuple[str, ...] = (RouteReason.MODEL_FLAG, RouteReason.MODEL_AND_RULE)
 RULE_ONLY_ROUTES: tuple[str, ...] = (RouteReason.RULE_HIT,)
-# The estimator's "rule_only" stratum (its name in the API, kept): messages routed below threshold
-# by something other than the random draw, each of them reviewed - a rule hit in the sender's text,
-# or a part whose text could not be read.
-ROUTED_BELOW_THRESHOLD_ROUTES: tuple[str, ...] = (RouteReason.RULE_HIT, RouteReason.UNREAD_PART)
+UNREAD_PART_ROUTES: tuple[str, ...] = (RouteReason.UNREAD_PART,)
 BELOW_THRESHOLD_ROUTES: tuple[str, ...] = (RouteReason.QA_SAMPLE, RouteReason.CLEARED)
 
 # Roll-up watermark: how far application timestamps may precede their transaction's start.

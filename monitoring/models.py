@@ -82,12 +82,14 @@ class DecisionDayRollup(models.Model):
     """Counted review decisions (monitoring.selectors.decisions.effective_decisions) of one UTC
     day, by when the decision was recorded, grouped by everything the disagreement, precision,
     recall and confusion figures need: the model version and its flag and claim type, the QA
-    sample flag, the verdict and the reviewer's claim type."""
+    sample flag, whether the message went to review for a part not read (its route reason), the
+    verdict and the reviewer's claim type."""
 
     day = models.DateField()
     model_version = models.ForeignKey(ModelVersion, on_delete=models.CASCADE, related_name="+")
     model_flagged = models.BooleanField()
     is_qa_sample = models.BooleanField()
+    unread_part = models.BooleanField(default=False)
     verdict = models.CharField(max_length=16)
     claim_type = models.ForeignKey(
         ClaimType, null=True, blank=True, on_delete=models.CASCADE, related_name="+"

@@ -33,6 +33,7 @@ from monitoring.length_reference import length_reference_ensure
 from monitoring.models import DecisionDayRollup, LengthReference, MessageDayRollup, RollupState
 from monitoring.timeline import day_start
 from reviews.models import DoubleReview, ReviewDecision, Verdict
+from scoring.constants import RouteReason
 from scoring.models import Message, ModelVersion, RuleMatch
 
 logger = logging.getLogger(__name__)
@@ -273,6 +274,10 @@ _DECISION_FIELDS = (
     "model_claim_type_id",
 )
 COUNTED_VERDICTS = (Verdict.CLAIM, Verdict.NO_CLAIM)
+# The message's route reason: a message sent to review for a part not read is a stratum of its
+# own in the recall estimate (monitoring.stats.recall_estimate). A decided message is not routed
+# again, so its route reason is the one it was reviewed under.
+_ROUTE = "message__route_reason"
 
 
 def _decision_key(row: dict) -> tuple | None:
@@ -284,7 +289,11 @@ def _decision_key(row: dict) -> tuple | None:
         or row["model_version_id"] is None
     ):
         return None
-    return (row["created_at"].astimezone(UTC).date(), *(row[name] for name in _DECISION_FIELDS))
+    return (
+        row["created_at"].astimezone(UTC).date(),
+        *(row[name] for name in _DECISION_FIELDS),
+        row[_ROUTE] == RouteReason.UNREAD_PART,
+    )
 
 
 def _refresh_decisions(after_sequence: int) -> tuple[int, int]:
@@ -292,7 +301,7 @@ def _refresh_decisions(after_sequence: int) -> tuple[int, int]:
     append-only and numbered in commit order (the chain lock), so nothing below the watermark
     can still appear. A decision counts on its day; one that supersedes another takes the
     other's count away from the other's day. Returns (decisions folded, last sequence)."""
-    fields = ("id", "sequence", "created_at", "supersedes_id", *_DECISION_FIELDS)
+    fields = ("id", "sequence", "created_at", "supersedes_id", *_DECISION_FIELDS, _ROUTE)
     new = list(
         ReviewDecision.objects.filter(sequence__gt=after_sequence).order_by("sequence").values(*fields)
     )
@@ -313,7 +322,7 @@ def _refresh_decisions(after_sequence: int) -> tuple[int, int]:
     superseded = {
         row["id"]: row
         for row in ReviewDecision.objects.filter(pk__in=[*superseded_ids, *replaces.values()]).values(
-            "id", "created_at", *_DECISION_FIELDS
+            "id", "created_at", *_DECISION_FIELDS, _ROUTE
         )
     }
     deltas: dict[tuple, int] = defaultdict(int)
@@ -336,6 +345,7 @@ def _refresh_decisions(after_sequence: int) -> tuple[int, int]:
             r.verdict,
             r.claim_type_id,
             r.model_claim_type_id,
+            r.unread_part,
         ): r
         for r in DecisionDayRollup.objects.filter(day__in=days)
     }
@@ -354,6 +364,7 @@ def _refresh_decisions(after_sequence: int) -> tuple[int, int]:
                     verdict=key[4],
                     claim_type_id=key[5],
                     model_claim_type_id=key[6],
+                    unread_part=key[7],
                     decisions=delta,
                 )
             )

@@ -283,27 +283,35 @@ class RecallEstimate:
 
 RECALL_ESTIMATOR = (
     "Recall = flagged claims / all claims, with all claims estimated per routing stratum: flagged "
-    "messages, messages routed below threshold by a rule hit or by a part that could not be read "
-    "(the rule_only stratum), and everything else below threshold (of which the QA "
+    "messages, rule hits below threshold, messages below threshold sent to review for a part that "
+    "could not be read, and everything else below threshold (of which the QA "
     "sample is a uniform random draw). Each stratum's claims = its messages x the claim share among "
     "its reviewed messages. The interval comes from the Wilson 95 % interval of the QA sample's "
-    "claim share (the upper end gives the lowest recall), the flagged and rule_only strata held at "
+    "claim share (the upper end gives the lowest recall), the other strata held at "
     "their observed shares: with a small QA sample, that share is by far the largest uncertainty. The "
     "interval never goes below the claims seen nor above those plus every unreviewed message."
 )
 
 
-def recall_estimate(*, flagged: Stratum, rule_only: Stratum, qa: Stratum, z: float = Z95) -> RecallEstimate:
-    """Estimated recall at the threshold from reviewed messages (see RECALL_ESTIMATOR)."""
+def recall_estimate(
+    *, flagged: Stratum, rule_only: Stratum, qa: Stratum, unread: Stratum | None = None, z: float = Z95
+) -> RecallEstimate:
+    """Estimated recall at the threshold from reviewed messages (see RECALL_ESTIMATOR). `unread`:
+    the messages below threshold without a rule hit sent to review for a part not read (none
+    when not given). They are reviewed last (the queue is ordered by score), so they are a
+    stratum of their own: pooled with the rule hits, their few early reviews would be weighted
+    by the rule hits' claim share."""
+    unread = unread or Stratum(0, 0, 0)
     for name, stratum in (
         ("flagged", flagged),
-        ("rule-hit or unread-part", rule_only),
+        ("rule-hit", rule_only),
+        ("part-not-read", unread),
         ("below-threshold", qa),
     ):
         if stratum.messages > 0 and stratum.reviewed == 0:
             return RecallEstimate(None, None, None, None, f"no reviewed {name} messages yet")
     caught = flagged.estimated_claims()
-    rules = rule_only.estimated_claims()
+    rules = rule_only.estimated_claims() + unread.estimated_claims()
     missed = qa.estimated_claims()
     total = caught + rules + missed
     if total == 0:

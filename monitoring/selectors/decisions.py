@@ -10,7 +10,7 @@ week in which the decision was recorded.
 
 Claim type of a decision, for the per-type series: a flagged message takes the model's
 predicted type; a message the model did not flag but the reviewer judged a claim (a miss, seen
-through a rule hit or the QA sample) takes the reviewer's type; a message neither flagged nor
+through a rule hit, the QA sample or a part not read) takes the reviewer's type; a message neither flagged nor
 judged a claim has no type and counts only in the "all" series.
 
 Disagreement = the reviewer's verdict (claim or not) differs from the model's flag. A claim type
@@ -36,7 +36,8 @@ from monitoring.constants import (
     BELOW_THRESHOLD_ROUTES,
     FLAGGED_ROUTES,
     NO_CLAIM,
-    ROUTED_BELOW_THRESHOLD_ROUTES,
+    RULE_ONLY_ROUTES,
+    UNREAD_PART_ROUTES,
 )
 from monitoring.models import DecisionDayRollup, MessageDayRollup
 from monitoring.selectors.common import activation_times, claim_types, period_bounds, version_dict
@@ -83,6 +84,7 @@ def decision_rows(version_ids: list[int] | None = None) -> list[dict]:
             "model_version_id",
             "model_flagged",
             "is_qa_sample",
+            "unread_part",
             "verdict",
             "claim_type_id",
             "model_claim_type_id",
@@ -267,21 +269,33 @@ def alerts(*, period: str, version: ModelVersion | None = None) -> list[dict]:
 def _decision_table(version: ModelVersion) -> list[dict]:
     """The version's counted decisions by flag, QA flag, verdict and both claim types (all days)."""
     table: dict[tuple, int] = defaultdict(int)
-    fields = ("model_flagged", "is_qa_sample", "verdict", "claim_type_id", "model_claim_type_id")
+    fields = (
+        "model_flagged",
+        "is_qa_sample",
+        "unread_part",
+        "verdict",
+        "claim_type_id",
+        "model_claim_type_id",
+    )
     for row in decision_rows([version.pk]):
         table[tuple(row[f] for f in fields)] += row["decisions"]
     return [{**dict(zip(fields, key, strict=True)), "n": n} for key, n in table.items()]
 
 
+STRATA = ("flagged", "rule_only", "unread_part", "below_threshold")
+
+
 def _stratum_of(row: dict) -> str:
     if row["model_flagged"]:
         return "flagged"
-    return "below_threshold" if row["is_qa_sample"] else "rule_only"
+    if row["is_qa_sample"]:
+        return "below_threshold"
+    return "unread_part" if row["unread_part"] else "rule_only"
 
 
 def _message_counts(version: ModelVersion) -> tuple[dict[str, int], dict[int | None, int]]:
     """Messages per routing stratum, and flagged messages per predicted type (from the roll-up)."""
-    strata = {"flagged": 0, "rule_only": 0, "below_threshold": 0}
+    strata = dict.fromkeys(STRATA, 0)
     flagged_by_type: dict[int | None, int] = defaultdict(int)
     rows = (
         MessageDayRollup.objects.filter(model_version=version)
@@ -292,8 +306,10 @@ def _message_counts(version: ModelVersion) -> tuple[dict[str, int], dict[int | N
         if row["route_reason"] in FLAGGED_ROUTES:
             strata["flagged"] += row["n"]
             flagged_by_type[row["predicted_claim_type_id"]] += row["n"]
-        elif row["route_reason"] in ROUTED_BELOW_THRESHOLD_ROUTES:
+        elif row["route_reason"] in RULE_ONLY_ROUTES:
             strata["rule_only"] += row["n"]
+        elif row["route_reason"] in UNREAD_PART_ROUTES:
+            strata["unread_part"] += row["n"]
         elif row["route_reason"] in BELOW_THRESHOLD_ROUTES:
             strata["below_threshold"] += row["n"]
     return strata, flagged_by_type
@@ -354,12 +370,15 @@ def quality(*, version: ModelVersion | None) -> dict:
                 reviewed["below_threshold"],
                 claims("below_threshold", claim_type_id),
             ),
+            unread=stats.Stratum(
+                messages["unread_part"], reviewed["unread_part"], claims("unread_part", claim_type_id)
+            ),
         )
         return asdict(estimate)
 
     result["strata"] = {
         stratum: {"messages": messages[stratum], "reviewed": reviewed[stratum], "claims": claims(stratum)}
-        for stratum in ("flagged", "rule_only", "below_threshold")
+        for stratum in STRATA
     }
     result["overall"] = {
         "precision": stats.rate(claims("flagged"), reviewed["flagged"]).as_dict(),

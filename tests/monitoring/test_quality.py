@@ -62,11 +62,12 @@ def test_strata_count_messages_from_the_rollup_and_reviews_from_decisions(review
     assert result["strata"] == {
         "flagged": {"messages": 10, "reviewed": 8, "claims": 7},
         "rule_only": {"messages": 4, "reviewed": 4, "claims": 1},
+        "unread_part": {"messages": 0, "reviewed": 0, "claims": 0},
         "below_threshold": {"messages": 50, "reviewed": 10, "claims": 1},
     }
 
 
-def test_messages_routed_for_a_part_not_read_are_counted_with_the_rule_hits_not_the_qa_population(
+def test_messages_routed_for_a_part_not_read_are_a_stratum_of_their_own_not_in_the_qa_population(
     reviewed_traffic, base_day
 ):
     # two more below threshold, each reviewed for a part that could not be read: one a claim
@@ -85,9 +86,13 @@ def test_messages_routed_for_a_part_not_read_are_counted_with_the_rule_hits_not_
 
     result = selectors.quality(version=reviewed_traffic)
 
-    assert result["strata"]["rule_only"] == {"messages": 6, "reviewed": 6, "claims": 2}
-    assert result["strata"]["below_threshold"] == {"messages": 50, "reviewed": 10, "claims": 1}
-    # caught 10 * 7/8 = 8.75, routed below threshold 2, below threshold 50 * 1/10 = 5
+    assert result["strata"] == {
+        "flagged": {"messages": 10, "reviewed": 8, "claims": 7},
+        "rule_only": {"messages": 4, "reviewed": 4, "claims": 1},
+        "unread_part": {"messages": 2, "reviewed": 2, "claims": 1},
+        "below_threshold": {"messages": 50, "reviewed": 10, "claims": 1},
+    }
+    # caught 10 * 7/8 = 8.75, rule hits 1, parts not read 1, below threshold 50 * 1/10 = 5
     assert result["overall"]["recall"]["recall"] == pytest.approx(8.75 / 15.75)
 
 

@@ -165,6 +165,27 @@ def test_recall_estimate_scales_each_stratum_and_takes_its_interval_from_the_qa_
     assert close(estimate.high, 0.935235, 2e-3)
 
 
+def test_messages_sent_to_review_for_a_part_not_read_are_scaled_as_a_stratum_of_their_own():
+    # rule hits: all 100 reviewed, 30 claims; parts not read: 10 of 100 reviewed (the queue takes
+    # them last), no claim. Apart: 30 + 0 claims below threshold with a rule or a part not read;
+    # pooled, 100 + 100 messages at 30/110 would have been 54.5.
+    estimate = stats.recall_estimate(
+        flagged=stats.Stratum(70, 70, 70),
+        rule_only=stats.Stratum(100, 100, 30),
+        qa=stats.Stratum(1000, 50, 0),
+        unread=stats.Stratum(100, 10, 0),
+    )
+    assert close(estimate.estimated_claims, 100.0, 1e-9)
+    assert close(estimate.recall, 0.7, 1e-9)
+    not_yet = stats.recall_estimate(
+        flagged=stats.Stratum(70, 70, 70),
+        rule_only=stats.Stratum(100, 100, 30),
+        qa=stats.Stratum(1000, 50, 0),
+        unread=stats.Stratum(3, 0, 0),
+    )
+    assert not_yet.recall is None and "part-not-read" in not_yet.reason
+
+
 def test_recall_estimate_scales_up_a_partly_reviewed_flagged_stratum():
     # half the flagged reviewed: 40 of 50 claims -> 80 estimated among 100
     estimate = stats.recall_estimate(
