@@ -5,7 +5,9 @@ A message's label is its latest decision that no later decision superseded, and 
 message is decided: a message whose latest decision is an escalation, or that is still in review
 or escalated for another reason (a blind double review waiting for its second reviewer, or whose
 two reviewers disagreed and wait for a compliance admin), is left out: nobody has decided it. So
-are bodies whose messages were decided differently (contradictory). Rows are de-duplicated by body and
+are bodies whose messages were decided differently (contradictory), and messages with a part
+whose text could not be read (scoring.routing.has_unread_part): the decision is about a message
+nobody read whole, and the body trained on is not all of it. Rows are de-duplicated by body and
 carry their provenance, so a trained version can say where its extra data came from."""
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from datetime import datetime
 
 from reviews.models import ReviewDecision, Verdict
 from scoring.constants import NO_CLAIM, MessageStatus
+from scoring.routing import has_unread_part
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,7 @@ class FinalDecision:
     claim_type: str | None
     agrees_with_model: bool | None
     message_status: str = MessageStatus.DECIDED
+    unread_part: bool = False
 
     @property
     def is_final(self) -> bool:
@@ -47,6 +51,7 @@ class ExportSummary:
     messages: int = 0
     escalated_left_out: int = 0
     contradictory_left_out: int = 0
+    unread_left_out: int = 0
     duplicates_merged: int = 0
     by_label: dict[str, int] = field(default_factory=dict)
 
@@ -70,15 +75,34 @@ def final_decisions(*, since: datetime | None = None) -> Iterator[FinalDecision]
         "agrees_with_model",
         "message__body",
         "message__status",
+        "message__attachments",
     )
     last_message = None
-    for message_id, decision_id, reviewer_id, verdict, code, agrees, body, status in rows.iterator(
-        chunk_size=2000
-    ):
+    for (
+        message_id,
+        decision_id,
+        reviewer_id,
+        verdict,
+        code,
+        agrees,
+        body,
+        status,
+        attachments,
+    ) in rows.iterator(chunk_size=2000):
         if message_id == last_message:
             continue  # an older standing decision of the same message: the newest one counts
         last_message = message_id
-        yield FinalDecision(message_id, body, decision_id, reviewer_id, verdict, code, agrees, status)
+        yield FinalDecision(
+            message_id,
+            body,
+            decision_id,
+            reviewer_id,
+            verdict,
+            code,
+            agrees,
+            status,
+            has_unread_part(attachments),
+        )
 
 
 def _label(decision: FinalDecision) -> tuple[int, str]:
@@ -95,6 +119,9 @@ def training_rows(decisions: Iterable[FinalDecision]) -> tuple[list[dict], Expor
         summary.messages += 1
         if not decision.is_final:
             summary.escalated_left_out += 1
+            continue
+        if decision.unread_part:
+            summary.unread_left_out += 1
             continue
         by_body[decision.body].append(decision)
     rows: list[dict] = []

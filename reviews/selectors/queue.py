@@ -105,6 +105,7 @@ def queue_list(queryset: QuerySet[Message]) -> QuerySet[Message]:
             "has_rule_hit",
             "is_qa_sample",
             "route_reason",
+            "attachments",  # Message.has_unread_part: the queue marks a part not read
             "routing_prediction__score",
             "routing_prediction__threshold",
             "routing_prediction__flagged",

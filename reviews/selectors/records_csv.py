@@ -55,6 +55,7 @@ CSV_COLUMNS: list[tuple[str, Any]] = [
     ("model_flagged", lambda d: d.model_flagged),
     ("model_claim_type", lambda d: d.model_claim_type.code if d.model_claim_type else ""),
     ("qa_sample", lambda d: d.is_qa_sample),
+    ("route_reason", lambda d: d.snapshot.get("message", {}).get("route_reason", "")),
     ("agrees_with_model", lambda d: d.agrees_with_model),
     ("claim_type_matches", lambda d: d.claim_type_matches),
     ("subject", lambda d: d.message.subject),

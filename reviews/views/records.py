@@ -36,6 +36,7 @@ from reviews.selectors import (
 from reviews.selectors.records_csv import records_csv_lines
 from reviews.selectors.sources import message_source, name_attachment_parts
 from reviews.views._common import pager_links, path_prefix, query_with
+from scoring.constants import RouteReason
 
 
 @role_required(*AUDIT_ROLES, write_roles=())
@@ -76,6 +77,11 @@ def records_csv(request: HttpRequest) -> HttpResponse:
     return response
 
 
+def _route_label(reason: str) -> str:
+    """Why the message went where it went, as the snapshot recorded it (RouteReason's label)."""
+    return dict(RouteReason.choices).get(reason, reason)
+
+
 @role_required(*AUDIT_ROLES, write_roles=())
 @require_GET
 def record_detail(request: HttpRequest, pk: int) -> HttpResponse:
@@ -100,6 +106,7 @@ def record_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "source": message_source(decision.message, context=reading.context),
         "decision": decision,
         "snapshot": snapshot,
+        "routed_because": _route_label(snapshot.get("message", {}).get("route_reason", "")),
         "names": decision.names_then,
         "shown_explanation": snapshot.get("explanation") or None,
         "evidence": evidence.check,

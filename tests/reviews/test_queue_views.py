@@ -197,10 +197,13 @@ def test_a_message_routed_for_a_part_not_read_says_so_in_the_queue_and_on_its_pa
     )
     Message.objects.filter(pk=unread.pk).update(route_reason="unread_part")  # as scoring routes it
     sampled = reviewable_message(score=0.2, qa_sample=True, rule_phrase=None)
+    # a flagged message with a part not read is marked too: the reviewer should know it
+    flagged = reviewable_message(attachments=unread.attachments)
 
     html = reviewer_client.get(QUEUE).content.decode()
     rows = dict(re.findall(r'<tr data-message-id="(\d+)">(.*?)</tr>', html, re.DOTALL))
     assert "part not read" in rows[str(unread.pk)] and "part not read" not in rows[str(sampled.pk)]
+    assert "part not read" in rows[str(flagged.pk)]
     page = reviewer_client.get(f"/review/messages/{unread.pk}/").content.decode()
     assert "routed because: Below threshold, but a part of it could not be read" in page
     assert "its text could not be read, so nothing in it was checked" in page

@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from scoring.models import Message
 from tests.factories import ModelVersionFactory, ReviewDecisionFactory, claim_type, reviewable_message
 
 pytestmark = pytest.mark.django_db
@@ -171,3 +172,16 @@ def test_the_csv_export_does_not_query_per_row(auditor_client, reviewer):
             reviewer=reviewer, message=reviewable_message(model_version=ModelVersionFactory())
         )
     assert count() == small
+
+
+def test_a_record_says_why_its_message_was_routed_on_its_page_and_in_the_csv(auditor_client, reviewer):
+    message = reviewable_message(score=0.2, rule_phrase=None, explanation=False)
+    Message.objects.filter(pk=message.pk).update(route_reason="unread_part")  # as scoring routes it
+    unread = ReviewDecisionFactory(reviewer=reviewer, verdict="no_claim", message=message)
+    flagged = ReviewDecisionFactory(reviewer=reviewer)
+
+    rows = {int(r["sequence"]): r for r in csv_rows(auditor_client.get(CSV_URL))}
+    assert rows[unread.sequence]["route_reason"] == "unread_part"
+    assert rows[flagged.sequence]["route_reason"] == "model_and_rule"
+    page = auditor_client.get(f"{RECORDS}{unread.pk}/").content.decode()
+    assert "<dt>Routed because</dt><dd>Below threshold, but a part of it could not be read</dd>" in page

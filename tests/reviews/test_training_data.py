@@ -54,6 +54,34 @@ def test_escalated_and_contradictory_items_are_left_out_and_counted():
     assert (summary.escalated_left_out, summary.contradictory_left_out) == (1, 2)
 
 
+def test_a_message_with_a_part_not_read_is_left_out_and_counted():
+    rows, summary = training_rows(
+        [
+            FinalDecision(1, "See the attached terms.", 1, 1, "claim", "risk_free", False, unread_part=True),
+            final(2, "Plain hello.", "no_claim"),
+        ]
+    )
+
+    assert [r["body"] for r in rows] == ["Plain hello."]
+    assert summary.unread_left_out == 1 and summary.rows == 1
+
+
+def test_the_export_reads_whether_a_part_was_not_read_from_the_message(reviewer):
+    unread = [
+        {"name": "terms.txt", "content_type": "text/plain", "size": 9, "scored": False, "unreadable": True}
+    ]
+    ReviewDecisionFactory(
+        reviewer=reviewer, message=reviewable_message(body="See the terms.", attachments=unread)
+    )
+    ReviewDecisionFactory(
+        reviewer=reviewer, verdict="no_claim", message=reviewable_message(body="Lunch at one?")
+    )
+
+    rows, summary = training_data_export()
+
+    assert [r["body"] for r in rows] == ["Lunch at one?"] and summary.unread_left_out == 1
+
+
 def test_a_correction_replaces_the_superseded_label(reviewer, admin_user):
     first = ReviewDecisionFactory(reviewer=reviewer, verdict="no_claim")
     decision_record(
