@@ -72,25 +72,24 @@ class DisagreementCounts:
         return DisagreementCounts(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
 
 
+# What a decision roll-up row is counted by, besides its day and model version.
+DECISION_FIELDS = (
+    "model_flagged",
+    "is_qa_sample",
+    "unread_part",
+    "verdict",
+    "claim_type_id",
+    "model_claim_type_id",
+)
+
+
 def decision_rows(version_ids: list[int] | None = None) -> list[dict]:
     """The decision roll-up's rows (one version's, or all): day, model version, model flag, QA
     sample flag, verdict, both claim types and the number of decisions."""
     rows = DecisionDayRollup.objects.filter(decisions__gt=0)
     if version_ids is not None:
         rows = rows.filter(model_version_id__in=version_ids)
-    return list(
-        rows.values(
-            "day",
-            "model_version_id",
-            "model_flagged",
-            "is_qa_sample",
-            "unread_part",
-            "verdict",
-            "claim_type_id",
-            "model_claim_type_id",
-            "decisions",
-        )
-    )
+    return list(rows.values("day", "model_version_id", *DECISION_FIELDS, "decisions"))
 
 
 def _counts_of(row: dict) -> tuple[int | None, DisagreementCounts]:
@@ -267,19 +266,12 @@ def alerts(*, period: str, version: ModelVersion | None = None) -> list[dict]:
 
 
 def _decision_table(version: ModelVersion) -> list[dict]:
-    """The version's counted decisions by flag, QA flag, verdict and both claim types (all days)."""
+    """The version's counted decisions by DECISION_FIELDS (flag, QA flag, part not read, verdict
+    and both claim types), all days summed."""
     table: dict[tuple, int] = defaultdict(int)
-    fields = (
-        "model_flagged",
-        "is_qa_sample",
-        "unread_part",
-        "verdict",
-        "claim_type_id",
-        "model_claim_type_id",
-    )
     for row in decision_rows([version.pk]):
-        table[tuple(row[f] for f in fields)] += row["decisions"]
-    return [{**dict(zip(fields, key, strict=True)), "n": n} for key, n in table.items()]
+        table[tuple(row[f] for f in DECISION_FIELDS)] += row["decisions"]
+    return [{**dict(zip(DECISION_FIELDS, key, strict=True)), "n": n} for key, n in table.items()]
 
 
 STRATA = ("flagged", "rule_only", "unread_part", "below_threshold")
