@@ -287,7 +287,8 @@ RECALL_ESTIMATOR = (
     "could not be read, and everything else below threshold (of which the QA "
     "sample is a uniform random draw). Each stratum's claims = its messages x the claim share among "
     "its reviewed messages. The interval comes from the Wilson 95 % interval of the QA sample's "
-    "claim share (the upper end gives the lowest recall), the other strata held at "
+    "claim share (the upper end gives the lowest recall) and, for the messages sent to review for a "
+    "part not read, from the claims seen and every one not yet reviewed; the other strata held at "
     "their observed shares: with a small QA sample, that share is by far the largest uncertainty. The "
     "interval never goes below the claims seen nor above those plus every unreviewed message."
 )
@@ -298,20 +299,19 @@ def recall_estimate(
 ) -> RecallEstimate:
     """Estimated recall at the threshold from reviewed messages (see RECALL_ESTIMATOR). `unread`:
     the messages below threshold without a rule hit sent to review for a part not read (none
-    when not given). They are reviewed last (the queue is ordered by score), so they are a
-    stratum of their own: pooled with the rule hits, their few early reviews would be weighted
-    by the rule hits' claim share."""
+    when not given). They are reviewed last (the queue is ordered by score), and those reviewed
+    first are not a random draw of them, so they are a stratum of their own whose unreviewed
+    messages widen the interval to their bounds (none of them a claim, or every one), and which
+    counts only its claims seen while none is reviewed: pooled with the rule hits, their few
+    early reviews were weighted by the rule hits' claim share."""
     unread = unread or Stratum(0, 0, 0)
-    for name, stratum in (
-        ("flagged", flagged),
-        ("rule-hit", rule_only),
-        ("part-not-read", unread),
-        ("below-threshold", qa),
-    ):
+    for name, stratum in (("flagged", flagged), ("rule-hit", rule_only), ("below-threshold", qa)):
         if stratum.messages > 0 and stratum.reviewed == 0:
             return RecallEstimate(None, None, None, None, f"no reviewed {name} messages yet")
     caught = flagged.estimated_claims()
-    rules = rule_only.estimated_claims() + unread.estimated_claims()
+    unread_point = unread.estimated_claims() if unread.reviewed else 0.0
+    unread_unreviewed = unread.messages - unread.reviewed
+    rules = rule_only.estimated_claims() + unread_point
     missed = qa.estimated_claims()
     total = caught + rules + missed
     if total == 0:
@@ -323,12 +323,22 @@ def recall_estimate(
     # The stratum holds at least the claims seen and at most those plus every unreviewed message
     # (so a fully reviewed stratum - a census - has no sampling uncertainty left).
     unreviewed = qa.messages - qa.reviewed
-    worst = caught + rules + min(qa.estimated_claims(high_share), qa.claims + unreviewed)
-    best = caught + rules + max(qa.estimated_claims(low_share), qa.claims)
+    ruled = rule_only.estimated_claims()
+    worst = (
+        caught
+        + ruled
+        + unread.claims
+        + unread_unreviewed
+        + min(qa.estimated_claims(high_share), qa.claims + unreviewed)
+    )
+    best = caught + ruled + unread.claims + max(qa.estimated_claims(low_share), qa.claims)
+    reason = "estimated from the QA sample"
+    if unread_unreviewed:
+        reason += f"; {unread_unreviewed} messages with a part not read not reviewed yet"
     return RecallEstimate(
         recall=recall_point,
         low=caught / worst if worst else None,
         high=caught / best if best else None,
         estimated_claims=total,
-        reason="estimated from the QA sample",
+        reason=reason,
     )

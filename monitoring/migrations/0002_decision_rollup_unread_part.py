@@ -1,10 +1,12 @@
 from django.db import migrations, models
 
 
-def refresh_in_full(apps, schema_editor):
-    """The decision roll-up's rows were counted without the new column: the next refresh
-    recomputes both roll-ups from the start (monitoring.services.rollup_refresh)."""
-    apps.get_model("monitoring", "RollupState").objects.update(watermark=None)
+def refold_decisions(apps, schema_editor):
+    """The decision roll-up's rows were counted without the new column: they are dropped, and the
+    next refresh folds every decision in again from the first (monitoring.services
+    ._refresh_decisions); the message roll-up, whose shape did not change, stays."""
+    apps.get_model("monitoring", "DecisionDayRollup").objects.all().delete()
+    apps.get_model("monitoring", "RollupState").objects.update(decision_sequence=0)
 
 
 class Migration(migrations.Migration):
@@ -18,5 +20,5 @@ class Migration(migrations.Migration):
             name="unread_part",
             field=models.BooleanField(default=False),
         ),
-        migrations.RunPython(refresh_in_full, migrations.RunPython.noop),
+        migrations.RunPython(refold_decisions, migrations.RunPython.noop),
     ]

@@ -177,13 +177,30 @@ def test_messages_sent_to_review_for_a_part_not_read_are_scaled_as_a_stratum_of_
     )
     assert close(estimate.estimated_claims, 100.0, 1e-9)
     assert close(estimate.recall, 0.7, 1e-9)
+    # the 90 not reviewed are not a random draw: the interval holds them at their bounds, none a
+    # claim (best) or every one (worst), besides the QA sample's Wilson upper end (0 of 50)
+    qa_high = stats.wilson_interval(0, 50)[1]
+    assert close(estimate.low, 70 / (70 + 30 + 0 + 90 + 1000 * qa_high), 1e-9)
+    assert close(estimate.high, 0.7, 1e-9)
+    assert "90 messages with a part not read not reviewed yet" in estimate.reason
+    # none reviewed yet: recall is still estimated, with the claims seen (none) and the bounds
     not_yet = stats.recall_estimate(
         flagged=stats.Stratum(70, 70, 70),
         rule_only=stats.Stratum(100, 100, 30),
         qa=stats.Stratum(1000, 50, 0),
         unread=stats.Stratum(3, 0, 0),
     )
-    assert not_yet.recall is None and "part-not-read" in not_yet.reason
+    assert close(not_yet.recall, 0.7, 1e-9)
+    assert close(not_yet.low, 70 / (70 + 30 + 3 + 1000 * qa_high), 1e-9)
+    assert "3 messages with a part not read" in not_yet.reason
+    # all reviewed (a census): no interval of their own
+    census = stats.recall_estimate(
+        flagged=stats.Stratum(70, 70, 70),
+        rule_only=stats.Stratum(0, 0, 0),
+        qa=stats.Stratum(30, 30, 0),
+        unread=stats.Stratum(10, 10, 10),
+    )
+    assert close(census.recall, 0.875, 1e-9) and census.low == census.high == census.recall
 
 
 def test_recall_estimate_scales_up_a_partly_reviewed_flagged_stratum():
