@@ -10,6 +10,7 @@ from core.roles import Role
 from tests.factories import UserFactory
 
 PASSWORD = "correct-horse-battery-staple"
+FAST_PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # Under pytest-xdist (make test-fast) each process gets one core's worth of threads: two
@@ -45,7 +46,7 @@ def _fast_password_hashing(settings):
     """Personas are created per test, and PBKDF2 at production strength (a million iterations)
     takes about 0.3 s a password here: in tests, passwords are hashed with MD5. Production keeps
     Django's default hashers (compliance_site.settings sets none)."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.PASSWORD_HASHERS = FAST_PASSWORD_HASHERS
 
 
 @pytest.fixture(autouse=True)

@@ -14,14 +14,16 @@ from dataclasses import dataclass
 from importlib import import_module
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import get_resolver, reverse
 from django.utils import timezone
 
 from core.roles import Role
 from monitoring.api_urls import ENDPOINTS as METRICS_ENDPOINTS
 from scoring.models import Conversation, ModelComparison, RuleSet, RuleSetBacktest, RuleSetDraft
+from tests.conftest import FAST_PASSWORD_HASHERS, PASSWORD
 from tests.factories import ModelVersionFactory, ReviewDecisionFactory, UserFactory, reviewable_message
 
 ANONYMOUS = "anonymous"
@@ -205,12 +207,20 @@ ROUTES: list[Route] = [
 
 
 @pytest.fixture(scope="module")
-def world(django_db_setup, django_db_blocker) -> World:
+def world(django_db_setup, django_db_blocker, tmp_path_factory) -> World:
     """Built once for the module's 570 cases, in a transaction rolled back at its end; each case
     runs in a savepoint of its own inside it (pytest-django's `db`), so what one case writes (an
-    allowed POST) is gone before the next."""
+    allowed POST) is gone before the next. It is built before the per-test fixtures of
+    tests/conftest.py apply, so it sets what they set: the tests' password hasher (its users'
+    passwords check as any test's do) and a checkpoint log of its own."""
+    built_with = override_settings(
+        PASSWORD_HASHERS=FAST_PASSWORD_HASHERS,
+        AUDIT_CHECKPOINT_DIR=tmp_path_factory.mktemp("audit-checkpoints"),
+    )
     with django_db_blocker.unblock(), transaction.atomic():
-        yield _build_world()
+        with built_with:
+            built = _build_world()
+        yield built
         transaction.set_rollback(True)
 
 
@@ -335,3 +345,10 @@ def test_a_post_to_a_read_only_page_by_a_role_that_reads_it_is_405_not_403(world
     for role in sorted(route.allowed & SIGNED_IN):
         response = client_for(role).post(route.path(world))
         assert response.status_code == 405, (role, name, response.status_code)
+
+
+def test_the_world_is_built_with_the_tests_password_hasher(world, db):
+    """Its users' passwords check as any test's do (the world is built before the per-test
+    settings of tests/conftest.py apply): a row that signs in by password would be let in."""
+    author = get_user_model().objects.get(username="matrix_author")
+    assert author.password.startswith("md5$") and author.check_password(PASSWORD)
