@@ -311,7 +311,8 @@ def recall_estimate(
     caught = flagged.estimated_claims()
     unread_point = unread.estimated_claims() if unread.reviewed else 0.0
     unread_unreviewed = unread.messages - unread.reviewed
-    rules = rule_only.estimated_claims() + unread_point
+    ruled = rule_only.estimated_claims()
+    rules = ruled + unread_point
     missed = qa.estimated_claims()
     total = caught + rules + missed
     if total == 0:
@@ -323,7 +324,6 @@ def recall_estimate(
     # The stratum holds at least the claims seen and at most those plus every unreviewed message
     # (so a fully reviewed stratum - a census - has no sampling uncertainty left).
     unreviewed = qa.messages - qa.reviewed
-    ruled = rule_only.estimated_claims()
     worst = (
         caught
         + ruled
