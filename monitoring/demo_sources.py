@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from scoring.segmentation import sentences
-from scoring.sources.mailgen import HTML_STYLES, AttachmentSpec, MailSpec, build_email
+from scoring.sources.mailgen import HTML_STYLES, AttachmentSpec, MailSpec, build_email, factsheet_pdf
 
 CLIENTS = ("liam.hughes", "ines.moreau", "george.baker", "fatima.quinn", "yusuf.demir", "mei.tanaka")
 CHANNELS = (("C0DEMO01", "client-desk"), ("C0DEMO02", "advisers"), ("C0DEMO03", "sales-floor"))
@@ -105,9 +105,7 @@ def _write_mbox(
                     AttachmentSpec("notes.txt", "text/plain", rng.choice(NEUTRAL_NOTES).encode()),
                 )
             elif roll < 0.16:
-                spec.attachments = (
-                    AttachmentSpec("factsheet.pdf", "application/pdf", b"%PDF-1.4 demo factsheet"),
-                )
+                spec.attachments = (AttachmentSpec("factsheet.pdf", "application/pdf", factsheet_pdf()),)
             box.add(build_email(spec).as_bytes())
             labels[message_id] = (row["label"], row["claim_type"])
             sent.append((item, message_id, recipient))

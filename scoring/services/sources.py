@@ -58,6 +58,8 @@ def mail_limits() -> MailLimits:
         max_archive_bytes=settings.ARCHIVE_MAX_BYTES,
         max_archive_ratio=settings.ARCHIVE_MAX_RATIO,
         max_archive_members=settings.ARCHIVE_MAX_MEMBERS,
+        max_document_pages=settings.EMAIL_MAX_DOCUMENT_PAGES,
+        max_document_chars=settings.EMAIL_MAX_DOCUMENT_CHARS,
     )
 
 

@@ -76,6 +76,15 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from scoring.sources.charsets import decode_text
+from scoring.sources.documents import (
+    LABELS,
+    DocumentLimits,
+    UnreadableDocument,
+    check_archive,
+    document_kind,
+    document_text,
+    human_size,
+)
 from scoring.sources.enriched import enriched_to_text
 from scoring.sources.errors import SourceError
 from scoring.sources.html import html_to_text
@@ -114,6 +123,18 @@ class MailLimits:
     max_archive_bytes: int = 20 * 1024 * 1024
     max_archive_ratio: int = 100
     max_archive_members: int = 1000
+    max_document_pages: int = 500
+    max_document_chars: int = 2_000_000
+
+    def documents(self) -> DocumentLimits:
+        """The limits a PDF or Office attachment is read under (scoring.sources.documents)."""
+        return DocumentLimits(
+            max_pages=self.max_document_pages,
+            max_chars=self.max_document_chars,
+            max_archive_bytes=self.max_archive_bytes,
+            max_archive_ratio=self.max_archive_ratio,
+            max_archive_members=self.max_archive_members,
+        )
 
 
 class _CachingRegistry(HeaderRegistry):
@@ -182,14 +203,6 @@ _BASE64_DEFECTS = frozenset(
 # Real base64 damaged in transport has the odd stray character; text under a wrong
 # Content-Transfer-Encoding label has a space every few letters.
 BASE64_STRAY_SHARE = 0.02
-
-
-def _size(n: int) -> str:
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:,} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GB"
 
 
 _CLEARSIGN_HEAD = re.compile(
@@ -393,8 +406,8 @@ class _Reader:
         if len(data) > self.limits.max_attachment_bytes:
             raise SourceError(
                 "attachment_too_large",
-                f"the attachment {name!r} is {_size(len(data))}; the limit is "
-                f"{_size(self.limits.max_attachment_bytes)}.",
+                f"the attachment {name!r} is {human_size(len(data))}; the limit is "
+                f"{human_size(self.limits.max_attachment_bytes)}.",
             )
         try:
             self._read(part, name, content_type, data, calendar, scope, form_of)
@@ -481,11 +494,28 @@ class _Reader:
             if note:
                 self.notes.append(note)
             self._add(Attachment(name, content_type, len(data), True, ""), text)
+        elif (kind := document_kind(content_type, lowered)) is not None:
+            self._document(name, content_type, data, kind)
         elif content_type in ARCHIVE_TYPES or lowered.endswith(".zip"):
             self._archive(name, content_type, data)
         else:
             note = UNREAD_TEXT_TYPES.get(content_type, f"not scored: {content_type} is not text")
             self._add(Attachment(name, content_type, len(data), False, note), "")
+
+    def _document(self, name: str, content_type: str, data: bytes, kind: str) -> None:
+        """A PDF or Office file (scoring.sources.documents): its words read as the attachment's
+        text; one whose text cannot be read is listed as unreadable (it sends the message to
+        review), one with no text (a scanned PDF) as not scored, as an image is."""
+        try:
+            text = document_text(data, kind, name=name, limits=self.limits.documents())
+        except UnreadableDocument as exc:
+            self._add(_unreadable(name, content_type, len(data), str(exc)), "")
+            return
+        if not has_content(text):
+            note = f"not scored: the {LABELS[kind]} has no text (scanned pages or images only)"
+            self._add(Attachment(name, content_type, len(data), False, note), "")
+            return
+        self._add(Attachment(name, content_type, len(data), True, ""), text)
 
     def _add(self, attachment: Attachment, text: str) -> None:
         named = replace(attachment, name=without_nul(attachment.name))
@@ -536,21 +566,7 @@ class _Reader:
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
             self._add(_unreadable(name, content_type, len(data), f"not a readable zip archive ({exc})"), "")
             return
-        if len(members) > limits.max_archive_members:
-            raise SourceError(
-                "archive_bomb",
-                f"the zip attachment {name!r} holds {len(members):,} files; the limit is "
-                f"{limits.max_archive_members:,}.",
-            )
-        declared = sum(m.file_size for m in members)
-        ratio = declared / max(1, len(data))
-        if declared > limits.max_archive_bytes or ratio > limits.max_archive_ratio:
-            raise SourceError(
-                "archive_bomb",
-                f"the zip attachment {name!r} ({_size(len(data))}) would expand to {_size(declared)} "
-                f"(ratio {ratio:,.0f}:1); the limits are {_size(limits.max_archive_bytes)} and "
-                f"{limits.max_archive_ratio}:1. Refused as a zip bomb.",
-            )
+        check_archive(f"the zip attachment {name!r}", members, len(data), limits.documents())
         self._add(
             Attachment(name, content_type, len(data), False, "archive: its text files are listed after it"),
             "",
@@ -587,7 +603,7 @@ class _Reader:
             if budget < 0:
                 raise SourceError(
                     "archive_bomb",
-                    f"the zip attachment {name!r} expands past {_size(limits.max_archive_bytes)}, more "
+                    f"the zip attachment {name!r} expands past {human_size(limits.max_archive_bytes)}, more "
                     "than its directory declares. Refused as a zip bomb.",
                 )
             text, note = decode_text(content, None, where=f"the file {member_name!r}")
@@ -860,7 +876,7 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
     if len(raw) > limits.max_message_bytes:
         raise SourceError(
             "message_too_large",
-            f"the message is {_size(len(raw))}; the limit is {_size(limits.max_message_bytes)}.",
+            f"the message is {human_size(len(raw))}; the limit is {human_size(limits.max_message_bytes)}.",
         )
     if len(_CONTAINER_HEADER.findall(raw)) > limits.max_parts:
         raise SourceError("too_many_parts", f"the message has more than {limits.max_parts} MIME parts.")
@@ -958,7 +974,8 @@ def _layout(text: str, attachments: list[tuple[Attachment, str]]) -> tuple[str, 
             "note": attachment.note if attachment.scored or attachment.note else "",
         }
         if entry["scored"]:
-            header = f"[Attachment: {attachment.name} · {attachment.content_type} · {_size(attachment.size)}]"
+            size = human_size(attachment.size)
+            header = f"[Attachment: {attachment.name} · {attachment.content_type} · {size}]"
             prefix = "\n\n" if body else ""
             start = len(body) + len(prefix)
             body = f"{body}{prefix}{header}\n{content.strip()}"

@@ -1,5 +1,5 @@
 """Real-looking email, generated: what the demo's mailbox, `bench_import` and the HTML-to-text
-comparison read (pure, standard library only).
+comparison read (pure: the standard library, and PDFium for the factsheet PDF).
 
 A mail client does not send "a body": Outlook sends Word-generated HTML (MsoNormal paragraphs,
 <o:p> tags, conditional comments, a style block), Gmail sends <div dir="ltr"> with <br> and a
@@ -18,6 +18,9 @@ from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
 from email.utils import format_datetime
+from functools import lru_cache
+
+from scoring.sources.documents import pdf_document
 
 HTML_STYLES: tuple[str, ...] = ("outlook", "gmail", "newsletter")
 # How a text is sent: text/plain only, HTML only, or both (multipart/alternative).
@@ -151,6 +154,20 @@ class MailSpec:
     attachments: Sequence[AttachmentSpec] = field(default_factory=tuple)
 
 
+FACTSHEET_LINES = (
+    "Quarterly factsheet",
+    "Holdings by sector, ongoing charges of 0.45% a year and the dealing days are set out below.",
+    "Your relationship manager can answer any question about this document.",
+)
+
+
+@lru_cache(maxsize=1)
+def factsheet_pdf() -> bytes:
+    """A real one-page PDF with an ordinary factsheet's words (no claim): the attachment of the
+    demo's and `bench_import`'s mail, read as production reads a PDF (scoring.sources.documents)."""
+    return pdf_document([list(FACTSHEET_LINES)])
+
+
 def build_email(spec: MailSpec) -> EmailMessage:
     """A MIME message as a mail client sends it (see MailSpec)."""
     if spec.form not in FORMS:
@@ -230,9 +247,7 @@ def write_mixed_mbox(path, texts: Sequence[str], *, seed: int = 0) -> dict[str, 
             elif kind == "attachments":
                 spec.form = "alternative"
                 spec.attachments = (
-                    AttachmentSpec(
-                        "factsheet.pdf", "application/pdf", bytes(rng.getrandbits(8) for _ in range(2048))
-                    ),
+                    AttachmentSpec("factsheet.pdf", "application/pdf", factsheet_pdf()),
                     AttachmentSpec("notes.txt", "text/plain", b"Agenda: review, fees, next meeting.\n"),
                 )
             elif kind == "reply":

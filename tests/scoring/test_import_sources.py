@@ -9,6 +9,7 @@ import io
 import json
 import mailbox
 
+import pypdf
 import pytest
 from django.core.management import CommandError, call_command
 from tqdm import tqdm
@@ -18,6 +19,8 @@ from scoring.models import Conversation, Message
 from scoring.services.sources import sources_import
 from scoring.sources.chat import read_chat_jsonl
 from scoring.sources.detect import detect_format
+from scoring.sources.documents import pdf_document
+from scoring.sources.mailgen import AttachmentSpec
 from tests.scoring.sources.mail_fixtures import GMAIL_REPLY, mail, raw_mail
 from tests.scoring.sources.slack_fixtures import slack_export
 
@@ -123,6 +126,47 @@ def test_a_message_stored_with_an_attachment_whose_text_cannot_be_read_is_report
     call_command("import_messages", str(path))
     out, err = capsys.readouterr()
     assert "created 0, duplicates 3, errors 0" in out and "not all of it" not in err
+
+
+def test_a_pdf_s_words_are_stored_in_the_message_and_a_protected_pdf_is_reported_not_read_whole(
+    tmp_path, capsys
+):
+    # given: one mail with a factsheet PDF holding a claim, one with a password-protected PDF
+    claim = mail(
+        "The factsheet is attached.",
+        message_id="<pdf@bank.example>",
+        attachments=(AttachmentSpec("fund.pdf", "application/pdf", pdf_document([[CLAIM]])),),
+    )
+    protected = mail(
+        "The offer; the password follows.",
+        message_id="<locked@bank.example>",
+        attachments=(AttachmentSpec("offer.pdf", "application/pdf", locked_pdf()),),
+    )
+    path = write_mbox(tmp_path / "journal.mbox", [claim.as_bytes(), protected.as_bytes()])
+
+    # when
+    call_command("import_messages", str(path))
+
+    # then: the PDF's words are the message's, scored with it; the locked one is named with why
+    out, err = capsys.readouterr()
+    assert "created 2, of them not read whole 1, duplicates 0, errors 0" in out
+    assert "message 2: stored, but not all of it was read: 'offer.pdf' (password-protected" in err
+    stored = Message.objects.get(external_id="pdf@bank.example")
+    (listed,) = stored.attachments
+    assert listed["scored"] is True
+    assert stored.body[listed["start"] : listed["end"]].endswith(CLAIM)
+    assert Message.objects.get(external_id="locked@bank.example").has_unread_part
+
+
+CLAIM = "Zero risk, 9% a year."
+
+
+def locked_pdf() -> bytes:
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(pdf_document([["Guaranteed."]]))))
+    writer.encrypt("secret", algorithm="RC4-128")
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
 
 
 def test_a_folder_of_eml_files_and_a_single_eml_are_imported(tmp_path, capsys):

@@ -10,6 +10,7 @@ import zipfile
 import pytest
 
 from scoring.segmentation import QUOTED, segment
+from scoring.sources.documents import pdf_document
 from scoring.sources.errors import SourceError
 from scoring.sources.mail import MailLimits, parse_email
 from scoring.sources.mailgen import AttachmentSpec
@@ -141,17 +142,17 @@ def test_attachments_are_listed_and_only_text_ones_are_scored_as_part_of_the_mes
         attachments=(
             AttachmentSpec("terms.txt", "text/plain", b"Capital is 100% protected."),
             AttachmentSpec("prices.csv", "text/csv", b"fund,yield\nA,5%\n"),
-            AttachmentSpec("factsheet.pdf", "application/pdf", b"%PDF-1.4 binary"),
+            AttachmentSpec("chart.png", "image/png", b"\x89PNG binary"),
         )
     ).as_bytes()
 
     message = parse_email(raw)
 
     listed = {a["name"]: a for a in message.attachments}
-    assert set(listed) == {"terms.txt", "prices.csv", "factsheet.pdf"}
-    assert listed["factsheet.pdf"]["scored"] is False
-    assert "not text" in listed["factsheet.pdf"]["note"]
-    assert listed["factsheet.pdf"]["size"] == len(b"%PDF-1.4 binary")
+    assert set(listed) == {"terms.txt", "prices.csv", "chart.png"}
+    assert listed["chart.png"]["scored"] is False
+    assert "not text" in listed["chart.png"]["note"]
+    assert listed["chart.png"]["size"] == len(b"\x89PNG binary")
     terms = listed["terms.txt"]
     assert terms["scored"] and "Capital is 100% protected." in message.body[terms["start"] : terms["end"]]
     assert message.body.startswith("Hi Ann,")
@@ -181,12 +182,12 @@ def password_protected(files: dict[str, bytes]) -> bytes:
 
 
 def test_a_text_file_in_a_password_protected_zip_is_listed_unreadable_and_other_parts_are_not():
-    # given: a password-protected zip holding a text file, a PDF, and a zip that is not one
+    # given: a password-protected zip holding a text file, an image, and a zip that is not one
     raw = mail(
         "Hi Ann,\n\nThe offer is attached; the password follows by text.\n\nBob",
         attachments=(
             AttachmentSpec("offer.zip", "application/zip", password_protected({"terms.txt": b"Zero risk."})),
-            AttachmentSpec("terms.pdf", "application/pdf", b"%PDF-1.4 ..."),
+            AttachmentSpec("chart.png", "image/png", b"\x89PNG ..."),
             AttachmentSpec("broken.zip", "application/zip", b"PK\x03\x04 not a zip"),
         ),
     ).as_bytes()
@@ -194,14 +195,14 @@ def test_a_text_file_in_a_password_protected_zip_is_listed_unreadable_and_other_
     # when
     message = parse_email(raw)
 
-    # then: the text file and the broken zip are text that could not be read; the PDF is a type
+    # then: the text file and the broken zip are text that could not be read; the image is a type
     # that is not read (the import reports only the first kind: ImportReport.partly_read)
     by_name = {a["name"]: a for a in message.attachments}
     terms = by_name["offer.zip/terms.txt"]
     assert (terms["scored"], terms["unreadable"]) == (False, True)
     assert terms["note"] == "not scored: password-protected: its text cannot be read without the password"
     assert by_name["broken.zip"]["unreadable"] is True
-    assert "unreadable" not in by_name["terms.pdf"] and "unreadable" not in by_name["offer.zip"]
+    assert "unreadable" not in by_name["chart.png"] and "unreadable" not in by_name["offer.zip"]
     assert "Zero risk" not in message.body
 
 
@@ -830,7 +831,7 @@ APPLE_FILES = {
     b'Content-Disposition: inline; filename="terms.txt"\n\n' + TERMS,
     "terms.pdf": b'Content-Type: application/pdf; name="terms.pdf"\n'
     b'Content-Disposition: inline; filename="terms.pdf"\nContent-Transfer-Encoding: base64\n\n'
-    + base64.encodebytes(b"%PDF-1.4 ..."),
+    + base64.encodebytes(pdf_document([[TERMS.decode().strip()]])),
     "chart.png": b'Content-Type: image/png; name="chart.png"\nContent-Id: <chart@apple>\n'
     b'Content-Disposition: inline; filename="chart.png"\nContent-Transfer-Encoding: base64\n\n'
     + base64.encodebytes(b"\x89PNG..."),
@@ -862,13 +863,14 @@ def test_a_file_inside_apple_mail_s_html_form_is_listed_and_read_as_an_attachmen
     # when
     message = parse_email(raw)
 
-    # then: the text once, from the text/plain form; the file listed, and read if it is text
+    # then: the text once, from the text/plain form; the file listed, and read if it is text or a
+    # document with text
     (attachment,) = message.attachments
     assert attachment["name"] == name
-    assert attachment["scored"] is (name == "terms.txt")
+    assert attachment["scored"] is (name != "chart.png")
     assert message.body.startswith("Hi Ann,\nThe terms:\n\nBest,\nBob")
     assert message.body.count("Hi Ann") == 1 and message.body.count("Best,") == 1
-    assert message.body.endswith("Returns are guaranteed at 8% a year.") is (name == "terms.txt")
+    assert message.body.endswith("Returns are guaranteed at 8% a year.") is (name != "chart.png")
     assert message.headers["text_from"] == "text/plain"
 
 
