@@ -407,10 +407,9 @@ EMAIL_MAX_DEPTH = env_int("EMAIL_MAX_DEPTH", 5, minimum=0)  # message/rfc822 ins
 ARCHIVE_MAX_BYTES = env_int("ARCHIVE_MAX_BYTES", 20 * 1024 * 1024, minimum=1)
 ARCHIVE_MAX_RATIO = env_int("ARCHIVE_MAX_RATIO", 100, minimum=1)
 ARCHIVE_MAX_MEMBERS = env_int("ARCHIVE_MAX_MEMBERS", 1_000, minimum=1)
-# A PDF or Office attachment (scoring.sources.documents): more pages, or more characters of text,
-# and it is listed as not read (which sends its message to review).
+# A PDF attachment of more pages (scoring.sources.documents) is listed as not read, which sends its
+# message to review; so is any attachment whose text would take the body past MAX_BODY_CHARS.
 EMAIL_MAX_DOCUMENT_PAGES = env_int("EMAIL_MAX_DOCUMENT_PAGES", 500, minimum=1)
-EMAIL_MAX_DOCUMENT_CHARS = env_int("EMAIL_MAX_DOCUMENT_CHARS", 2_000_000, minimum=1)
 SLACK_EXPORT_MAX_BYTES = env_int(
     "SLACK_EXPORT_MAX_BYTES", 2 * 1024**3, minimum=1
 )  # a zipped export, expanded

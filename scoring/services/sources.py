@@ -59,7 +59,7 @@ def mail_limits() -> MailLimits:
         max_archive_ratio=settings.ARCHIVE_MAX_RATIO,
         max_archive_members=settings.ARCHIVE_MAX_MEMBERS,
         max_document_pages=settings.EMAIL_MAX_DOCUMENT_PAGES,
-        max_document_chars=settings.EMAIL_MAX_DOCUMENT_CHARS,
+        max_body_chars=settings.MAX_BODY_CHARS,
     )
 
 

@@ -1,24 +1,31 @@
 """The text of a document sent as an attachment: PDF, and Office Open XML (Word .docx, PowerPoint
-.pptx, Excel .xlsx, their macro-enabled forms too). Pure functions over bytes, no Django.
+.pptx, Excel .xlsx, their macro-enabled forms too, Transitional or Strict). Pure functions over
+bytes, no Django.
 
 - **PDF** is read with pypdfium2, the Python binding of PDFium, the PDF engine of Chrome (in C,
-  fuzzed continuously by Google's OSS-Fuzz: hostile files are its daily input). Every page's
-  text, in the order PDFium lays it out, pages apart by a blank line. One document at a time in
-  a process (`_PDFIUM`): PDFium is not thread-safe.
-- **Office Open XML** is a zip of XML parts, read with the standard library's `zipfile` under the
-  same limits as a zip attachment (`check_archive`) and lxml with entities left unexpanded and no
-  DTD or network: the words of a Word document's body, headers, footers, footnotes, endnotes and
-  comments (deleted text of tracked changes and field codes left out), of a presentation's slides
-  and speaker notes, and of a workbook's text cells (shared and inline strings; numbers and
-  formulas are not words).
+  fuzzed continuously by OSS-Fuzz, which finds crashes; it does not bound time or memory, so the
+  pages are read against a time budget, checked between pages). Every page's text, in the order
+  PDFium lays it out, pages apart by a blank line. One document at a time in a process
+  (`_PDFIUM`): PDFium is not thread-safe.
+- **Office Open XML** is a zip of XML parts, read with the standard library's `zipfile` and lxml
+  (entities never expanded, no DTD, no network). Every XML part of the document's folder (word/,
+  ppt/, xl/) is read, not only the parts a well-made file names (a decoy `document.xml` beside the
+  real body must not hide it): the main parts first (a Word document's body, headers, footers,
+  footnotes, endnotes and comments; a presentation's slides by number, then speaker notes; a
+  workbook's shared strings, then sheets), then the rest by name (text boxes, SmartArt, charts'
+  and drawings' text, slide masters and layouts, comments). Words are the text elements of
+  WordprocessingML, DrawingML and SpreadsheetML; not read: deleted text of tracked changes,
+  field codes, phonetic guides, the fallback copy of `mc:AlternateContent`, numbers and formulas.
 
-What is not read, and why (`UnreadableDocument`, whose message the reviewer sees; the mail reader
-lists the part as text that could not be read, which sends the message to review: a protected
-file sent to a client is where a claim would hide): a password-protected file (a PDF with a user
-password; an encrypted Office file, which is an OLE compound file, not a zip), a file that is not
-what its type says or is broken, a PDF of more pages than `max_pages`, and a document whose text
-is longer than `max_chars`. A PDF of scanned pages has no text layer: it is read as having no
-text (`document_text` returns ""), like an image.
+Whatever goes wrong, the mail is not refused for it: `document_text` raises UnreadableDocument
+(the reviewer sees why; the mail reader lists the part as text that could not be read, which sends
+the message to review: a protected file sent to a client is where a claim would hide) for a
+password-protected file (a PDF with a user password; an OLE compound file, which is how Office
+encrypts, or a binary .doc/.xls/.ppt renamed), a broken file or one that is not what its type
+says, a PDF of more pages than `max_pages` or read for longer than `max_seconds`, an Office file
+past the zip limits or using XML entities, a document whose text is longer than `max_chars`, and
+any other failure of the parsers on a hostile file. A PDF of scanned pages has no text layer: it
+is read as having no text (`document_text` returns ""), like an image.
 """
 
 from __future__ import annotations
@@ -27,14 +34,13 @@ import ctypes
 import io
 import re
 import threading
+import time
 import zipfile
 from dataclasses import dataclass
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_raw
 from lxml import etree
-
-from scoring.sources.errors import SourceError
 
 PDF = "pdf"
 WORD = "docx"
@@ -51,6 +57,8 @@ KIND_BY_TYPE = {
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": EXCEL,
     "application/vnd.ms-excel.sheet.macroenabled.12": EXCEL,
 }
+# The type a document found by its name alone (inside a zip) is listed with.
+TYPE_OF_KIND = {kind: content_type for content_type, kind in reversed(KIND_BY_TYPE.items())}
 KIND_BY_SUFFIX = {
     ".pdf": PDF,
     ".docx": WORD,
@@ -68,51 +76,61 @@ GENERIC_TYPES = frozenset(
 OLE_SIGNATURE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 PROTECTED = "password-protected: its text cannot be read without the password"
 
-_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
-_A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
-_S = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+_NAMESPACES = {
+    "w": (
+        "http://schemas.openxmlformats.org/wordprocessingml/2006/main",
+        "http://purl.oclc.org/ooxml/wordprocessingml/main",  # Strict Open XML
+    ),
+    "a": (
+        "http://schemas.openxmlformats.org/drawingml/2006/main",
+        "http://purl.oclc.org/ooxml/drawingml/main",
+    ),
+    "s": (
+        "http://schemas.openxmlformats.org/spreadsheetml/2006/main",
+        "http://purl.oclc.org/ooxml/spreadsheetml/main",
+    ),
+    "mc": ("http://schemas.openxmlformats.org/markup-compatibility/2006",),
+}
+
+
+def _tags(prefix: str, *names: str) -> frozenset[str]:
+    return frozenset(f"{{{ns}}}{name}" for ns in _NAMESPACES[prefix] for name in names)
+
+
+TEXT = _tags("w", "t") | _tags("a", "t") | _tags("s", "t")
+LINE_BREAKS = _tags("w", "br", "cr") | _tags("a", "br")
+TABS = _tags("w", "tab")
+PARAGRAPHS = _tags("w", "p") | _tags("a", "p") | _tags("s", "si", "is")
+# Not the document's words: a paragraph's tab stops, East Asian phonetic guides (the same words
+# again), and the copy of an mc:AlternateContent for older readers (its mc:Choice is read).
+SKIPPED = _tags("w", "tabs") | _tags("s", "rPh") | _tags("mc", "Fallback")
 
 
 @dataclass(frozen=True)
 class _Layout:
-    """Where an Office format keeps its words: the parts read (the first one must be there), and
-    in each part the elements that hold text, that break a line, and that end a paragraph."""
+    """Where an Office format keeps its parts: the part every such file has, the folder whose XML
+    parts are read, and the name beginnings of those read first, in that order."""
 
     main: str
-    parts: re.Pattern
-    order: tuple[str, ...]  # the parts read, in this order of their names' beginnings
-    text: frozenset
-    breaks: frozenset
-    paragraphs: frozenset
-    skipped: frozenset = frozenset()  # elements whose text is not the document's words
+    folder: str
+    first: tuple[str, ...]
 
 
 OFFICE = {
     WORD: _Layout(
         "word/document.xml",
-        re.compile(r"word/(document|header\d*|footer\d*|footnotes|endnotes|comments)\.xml"),
-        ("word/document", "word/header", "word/footer", "word/footnotes", "word/endnotes", "word/comments"),
-        frozenset({f"{_W}t"}),
-        frozenset({f"{_W}br", f"{_W}cr", f"{_W}tab"}),
-        frozenset({f"{_W}p"}),
+        "word/",
+        (
+            "word/document.xml",
+            "word/header",
+            "word/footer",
+            "word/footnotes",
+            "word/endnotes",
+            "word/comments",
+        ),
     ),
-    POWERPOINT: _Layout(
-        "ppt/presentation.xml",
-        re.compile(r"ppt/(slides/slide\d+|notesSlides/notesSlide\d+)\.xml"),
-        ("ppt/slides/", "ppt/notesSlides/"),
-        frozenset({f"{_A}t"}),
-        frozenset({f"{_A}br"}),
-        frozenset({f"{_A}p"}),
-    ),
-    EXCEL: _Layout(
-        "xl/workbook.xml",
-        re.compile(r"xl/(sharedStrings|worksheets/sheet\d+)\.xml"),
-        ("xl/sharedStrings", "xl/worksheets/"),
-        frozenset({f"{_S}t"}),
-        frozenset(),
-        frozenset({f"{_S}si", f"{_S}is"}),
-        frozenset({f"{_S}rPh"}),  # phonetic guides of East Asian text: the same words again
-    ),
+    POWERPOINT: _Layout("ppt/presentation.xml", "ppt/", ("ppt/slides/", "ppt/notesSlides/")),
+    EXCEL: _Layout("xl/workbook.xml", "xl/", ("xl/sharedStrings", "xl/worksheets/")),
 }
 
 
@@ -121,7 +139,8 @@ class DocumentLimits:
     """How much of a document is read (MailLimits.documents())."""
 
     max_pages: int = 500
-    max_chars: int = 2_000_000
+    max_chars: int = 100_000  # the most a message's body holds (settings.MAX_BODY_CHARS)
+    max_seconds: float = 20.0  # reading a PDF's pages, checked between pages
     max_archive_bytes: int = 20 * 1024 * 1024
     max_archive_ratio: int = 100
     max_archive_members: int = 1000
@@ -141,11 +160,16 @@ def document_kind(content_type: str, name: str) -> str | None:
     return kind
 
 
-def document_text(data: bytes, kind: str, *, name: str, limits: DocumentLimits) -> str:
+def document_text(data: bytes, kind: str, *, limits: DocumentLimits) -> str:
     """The words of the document (`kind` from document_kind); "" when it has none (a scanned
-    PDF). Raises UnreadableDocument when its text cannot be read, SourceError('archive_bomb') for
-    an Office file that would expand past the archive limits."""
-    text = _pdf_text(data, limits) if kind == PDF else _office_text(data, kind, name=name, limits=limits)
+    PDF). Raises UnreadableDocument, never anything else, when its text cannot be read (the
+    module docstring says when)."""
+    try:
+        text = _pdf_text(data, limits) if kind == PDF else _office_text(data, kind, limits=limits)
+    except UnreadableDocument:
+        raise
+    except Exception as exc:  # a parser's failure on a hostile file (zlib.error, RecursionError...)
+        raise UnreadableDocument(f"not a readable {LABELS[kind]} ({type(exc).__name__}: {exc})") from None
     return text.strip()
 
 
@@ -172,8 +196,12 @@ def _pages_text(pdf, limits: DocumentLimits) -> str:
     pages = len(pdf)
     if pages > limits.max_pages:
         raise UnreadableDocument(f"a PDF of {pages:,} pages; no more than {limits.max_pages:,} are read")
-    texts, length = [], 0
+    texts, length, started = [], 0, time.monotonic()
     for index in range(pages):
+        if time.monotonic() - started >= limits.max_seconds:
+            raise UnreadableDocument(
+                f"reading the PDF took longer than {limits.max_seconds:g} s (page {index + 1} of {pages:,})"
+            )
         try:
             page = pdf[index]
             try:
@@ -213,6 +241,7 @@ def pdf_document(pages: list[list[str]]) -> bytes:
                 page.close()
             buffer = io.BytesIO()
             pdf.save(buffer)
+            pdfium_raw.FPDFFont_Close(font)
         finally:
             pdf.close()
     return buffer.getvalue()
@@ -221,64 +250,59 @@ def pdf_document(pages: list[list[str]]) -> bytes:
 # --- Office Open XML ---------------------------------------------------------------------------
 
 
-def check_archive(what: str, members: list[zipfile.ZipInfo], size: int, limits: DocumentLimits) -> None:
-    """Refuse (SourceError 'archive_bomb') a zip of more members than the limit, or that says it
-    expands past the byte limit or the ratio limit; `what` names it ("the zip attachment 'a.zip'")."""
-    if len(members) > limits.max_archive_members:
-        raise SourceError(
-            "archive_bomb",
-            f"{what} holds {len(members):,} files; the limit is {limits.max_archive_members:,}.",
-        )
-    declared = sum(m.file_size for m in members)
-    ratio = declared / max(1, size)
-    if declared > limits.max_archive_bytes or ratio > limits.max_archive_ratio:
-        raise SourceError(
-            "archive_bomb",
-            f"{what} ({human_size(size)}) would expand to {human_size(declared)} (ratio {ratio:,.0f}:1); "
-            f"the limits are {human_size(limits.max_archive_bytes)} and {limits.max_archive_ratio}:1. "
-            "Refused as a zip bomb.",
-        )
-
-
-def _office_text(data: bytes, kind: str, *, name: str, limits: DocumentLimits) -> str:
+def _office_text(data: bytes, kind: str, *, limits: DocumentLimits) -> str:
     label = LABELS[kind]
     if data.startswith(OLE_SIGNATURE):
-        raise UnreadableDocument(f"{PROTECTED} (an encrypted {label})")
+        raise UnreadableDocument(
+            f"{PROTECTED}, or not an Office Open XML file at all (an OLE compound file: how Office "
+            f"encrypts a {label}, and the binary format of .doc, .xls and .ppt files)"
+        )
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         members = archive.infolist()
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raise UnreadableDocument(f"not a readable {label} ({exc})") from None
-    what = f"the {label} {name!r}"
-    check_archive(what, members, len(data), limits)
     layout = OFFICE[kind]
-    names = {m.filename for m in members}
-    if layout.main not in names:
+    if layout.main not in {m.filename for m in members}:
         raise UnreadableDocument(f"not a readable {label}: it has no {layout.main}")
-    wanted = [m for m in members if layout.parts.fullmatch(m.filename)]
+    wanted = [m for m in members if m.filename.startswith(layout.folder) and m.filename.endswith(".xml")]
     wanted.sort(key=lambda m: _part_order(m.filename, layout))
+    _check_expansion(wanted, len(data), limits, label)
     budget, texts, length = limits.max_archive_bytes, [], 0
     for member in wanted:
         if member.flag_bits & 0x1:
             raise UnreadableDocument(PROTECTED)
-        try:
-            with archive.open(member) as handle:
-                content = handle.read(budget + 1)  # no more than the budget, whatever the header says
-        except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, RuntimeError) as exc:
-            raise UnreadableDocument(f"{member.filename} of the {label} cannot be read ({exc})") from None
+        with archive.open(member) as handle:
+            content = handle.read(budget + 1)  # no more than the budget, whatever the header says
         budget -= len(content)
         if budget < 0:
-            raise SourceError(
-                "archive_bomb",
-                f"{what} expands past {human_size(limits.max_archive_bytes)}, more than its directory "
-                "declares. Refused as a zip bomb.",
+            raise UnreadableDocument(
+                f"its XML expands past {human_size(limits.max_archive_bytes)}, more than its directory "
+                "declares (a zip bomb?): not read"
             )
-        text = _xml_text(content, layout, where=f"{member.filename} of the {label}")
+        text = _xml_text(content, where=f"{member.filename} of the {label}")
         length += len(text)
         if length > limits.max_chars:
             raise UnreadableDocument(_too_long(limits))
         texts.append(text.strip())
     return "\n\n".join(t for t in texts if t)
+
+
+def _check_expansion(parts: list[zipfile.ZipInfo], size: int, limits: DocumentLimits, label: str) -> None:
+    """An Office file's XML parts past the zip limits are not read (the mail is not refused for
+    them: a large workbook is not a bomb, and a bomb is only a file nobody reads)."""
+    if len(parts) > limits.max_archive_members:
+        raise UnreadableDocument(
+            f"the {label} holds {len(parts):,} XML parts; no more than "
+            f"{limits.max_archive_members:,} are read"
+        )
+    declared = sum(m.file_size for m in parts)
+    ratio = declared / max(1, size)
+    if declared > limits.max_archive_bytes or ratio > limits.max_archive_ratio:
+        raise UnreadableDocument(
+            f"its XML would expand to {human_size(declared)} (ratio {ratio:,.0f}:1), past the limits of "
+            f"{human_size(limits.max_archive_bytes)} and {limits.max_archive_ratio}:1: not read"
+        )
 
 
 _PARSER = etree.XMLParser(
@@ -291,7 +315,7 @@ _PARSER = etree.XMLParser(
 )
 
 
-def _xml_text(content: bytes, layout: _Layout, *, where: str) -> str:
+def _xml_text(content: bytes, *, where: str) -> str:
     try:
         root = etree.fromstring(content, _PARSER)
     except (etree.XMLSyntaxError, ValueError) as exc:
@@ -300,26 +324,38 @@ def _xml_text(content: bytes, layout: _Layout, *, where: str) -> str:
     skipping = 0
     for event, element in etree.iterwalk(root, events=("start", "end")):
         tag = element.tag
-        if not isinstance(tag, str):  # an entity reference, left unexpanded
+        if not isinstance(tag, str):
+            if isinstance(element, etree._Entity):  # its text would need the DTD: never expanded
+                raise UnreadableDocument(
+                    f"{where} uses an XML entity ({element.text}), which is not expanded"
+                )
             continue
-        if tag in layout.skipped:
+        if tag in SKIPPED:
             skipping += 1 if event == "start" else -1
             continue
-        if event != "end" or skipping:
+        if skipping:
             continue
-        if tag in layout.text:  # its text, and the text after any entity reference in it
-            out.append((element.text or "") + "".join(child.tail or "" for child in element))
-        elif tag in layout.breaks:
-            out.append("\t" if tag.endswith("}tab") else "\n")
-        elif tag in layout.paragraphs:
+        if event == "start":  # a paragraph inside another one (a text box) starts a line
+            if tag in PARAGRAPHS and out and not out[-1].endswith("\n"):
+                out.append("\n")
+            continue
+        if tag in TEXT:
+            out.append(element.text or "")
+        elif tag in LINE_BREAKS:
+            out.append("\n")
+        elif tag in TABS:
+            out.append("\t")
+        elif tag in PARAGRAPHS:
             out.append("\n")
     return "".join(out)
 
 
 def _part_order(filename: str, layout: _Layout) -> tuple:
-    """The parts in the layout's order, each kind by name with its numbers in order (slide2 before
-    slide10)."""
-    first = next(i for i, prefix in enumerate(layout.order) if filename.startswith(prefix))
+    """The layout's main parts first, in its order, then the rest by name; numbers in names in
+    order (slide2 before slide10)."""
+    first = next(
+        (i for i, prefix in enumerate(layout.first) if filename.startswith(prefix)), len(layout.first)
+    )
     return (first, [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", filename)])
 
 

@@ -23,13 +23,16 @@ and re-parses it each time, which made parsing six times slower). What is kept:
   description when it says something else: scoring.sources.ical; an invitation sent alone has no
   other text, whether as text/calendar or as a multipart/alternative of text/calendar and its
   application/ics copy, which is listed and not read again; an application/ics attachment is read
-  so too unless a text/calendar part of the message says the same), so are the text files inside
-  a zip attachment and the text of an attached message (message/rfc822, a forward as attachment);
-  anything else is listed as not scored, with the reason (marked `unreadable` when it is text
-  that could not be read: a charset, a password-protected or broken zip; the import reports
-  those). Of a multipart/alternative that is not
-  the body's, one form is read (_Reader._list_forms); of the body's, the files inside its forms
-  are listed and read as attachments (Apple Mail's HTML form holds them: _Reader._list_body_forms),
+  so too unless a text/calendar part of the message says the same), so are the words of a PDF or
+  a Word, PowerPoint or Excel file (scoring.sources.documents), the text files and documents
+  inside a zip attachment and the text of an attached message (message/rfc822, a forward as
+  attachment); anything else is listed as not scored, with the reason (marked `unreadable` when
+  it is text that could not be read: a charset, a password-protected or broken zip or document;
+  the import reports those). An attachment whose text would take the body past
+  `max_body_chars` is listed so too, the longest first (_fit), and the message kept. Of a
+  multipart/alternative that is not the body's, one form is read (_Reader._list_forms); of the
+  body's, the files inside its forms are listed and read as attachments (Apple Mail's HTML form
+  holds them: _Reader._list_body_forms),
   and a third form that says more than the text (AMP, Apple Watch: _Reader._other_form) is read
   for the lines the text does not say.
 
@@ -66,6 +69,7 @@ import hashlib
 import io
 import re
 import zipfile
+import zlib
 from dataclasses import dataclass, replace
 from email import errors as email_errors
 from email import policy
@@ -77,10 +81,12 @@ from typing import NamedTuple
 
 from scoring.sources.charsets import decode_text
 from scoring.sources.documents import (
+    KIND_BY_SUFFIX,
     LABELS,
+    PDF,
+    TYPE_OF_KIND,
     DocumentLimits,
     UnreadableDocument,
-    check_archive,
     document_kind,
     document_text,
     human_size,
@@ -124,13 +130,15 @@ class MailLimits:
     max_archive_ratio: int = 100
     max_archive_members: int = 1000
     max_document_pages: int = 500
-    max_document_chars: int = 2_000_000
+    # The most a message's body holds (settings.MAX_BODY_CHARS, which ingest enforces): a part whose
+    # text would take the body past it is listed as not read instead (_fit), the message kept.
+    max_body_chars: int = 100_000
 
     def documents(self) -> DocumentLimits:
         """The limits a PDF or Office attachment is read under (scoring.sources.documents)."""
         return DocumentLimits(
             max_pages=self.max_document_pages,
-            max_chars=self.max_document_chars,
+            max_chars=self.max_body_chars,
             max_archive_bytes=self.max_archive_bytes,
             max_archive_ratio=self.max_archive_ratio,
             max_archive_members=self.max_archive_members,
@@ -507,12 +515,13 @@ class _Reader:
         text; one whose text cannot be read is listed as unreadable (it sends the message to
         review), one with no text (a scanned PDF) as not scored, as an image is."""
         try:
-            text = document_text(data, kind, name=name, limits=self.limits.documents())
+            text = document_text(data, kind, limits=self.limits.documents())
         except UnreadableDocument as exc:
             self._add(_unreadable(name, content_type, len(data), str(exc)), "")
             return
         if not has_content(text):
-            note = f"not scored: the {LABELS[kind]} has no text (scanned pages or images only)"
+            why = "no text layer (scanned pages or images only)" if kind == PDF else "no words"
+            note = f"not scored: the {LABELS[kind]} has {why}"
             self._add(Attachment(name, content_type, len(data), False, note), "")
             return
         self._add(Attachment(name, content_type, len(data), True, ""), text)
@@ -566,7 +575,22 @@ class _Reader:
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
             self._add(_unreadable(name, content_type, len(data), f"not a readable zip archive ({exc})"), "")
             return
-        check_archive(f"the zip attachment {name!r}", members, len(data), limits.documents())
+        if len(members) > limits.max_archive_members:
+            raise SourceError(
+                "archive_bomb",
+                f"the zip attachment {name!r} holds {len(members):,} files; the limit is "
+                f"{limits.max_archive_members:,}.",
+            )
+        declared = sum(m.file_size for m in members)
+        ratio = declared / max(1, len(data))
+        if declared > limits.max_archive_bytes or ratio > limits.max_archive_ratio:
+            raise SourceError(
+                "archive_bomb",
+                f"the zip attachment {name!r} ({human_size(len(data))}) would expand to "
+                f"{human_size(declared)} (ratio {ratio:,.0f}:1); the limits are "
+                f"{human_size(limits.max_archive_bytes)} and {limits.max_archive_ratio}:1. Refused as a zip "
+                "bomb.",
+            )
         self._add(
             Attachment(name, content_type, len(data), False, "archive: its text files are listed after it"),
             "",
@@ -576,7 +600,8 @@ class _Reader:
             if member.is_dir():
                 continue
             member_name = f"{name}/{member.filename}"
-            if not member.filename.lower().endswith(TEXT_ATTACHMENT_SUFFIXES):
+            kind = KIND_BY_SUFFIX.get("." + member.filename.lower().rpartition(".")[2])
+            if not member.filename.lower().endswith(TEXT_ATTACHMENT_SUFFIXES) and kind is None:
                 self._add(
                     Attachment(
                         member_name,
@@ -588,16 +613,25 @@ class _Reader:
                     "",
                 )
                 continue
+            member_type = TYPE_OF_KIND[kind] if kind is not None else "text/plain"
             if member.flag_bits & 0x1:  # encrypted (ZipCrypto or AES): its text needs the password
                 why = "password-protected: its text cannot be read without the password"
-                self._add(_unreadable(member_name, "text/plain", member.file_size, why), "")
+                self._add(_unreadable(member_name, member_type, member.file_size, why), "")
                 continue
             try:
                 with archive.open(member) as handle:
                     # Read no more than the budget left, whatever the member's header claims.
                     content = handle.read(budget + 1)
-            except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, RuntimeError) as exc:
-                self._add(_unreadable(member_name, "text/plain", member.file_size, f"unreadable ({exc})"), "")
+            except (
+                zipfile.BadZipFile,
+                OSError,
+                ValueError,
+                NotImplementedError,
+                RuntimeError,
+                EOFError,
+                zlib.error,
+            ) as exc:
+                self._add(_unreadable(member_name, member_type, member.file_size, f"unreadable ({exc})"), "")
                 continue
             budget -= len(content)
             if budget < 0:
@@ -606,6 +640,9 @@ class _Reader:
                     f"the zip attachment {name!r} expands past {human_size(limits.max_archive_bytes)}, more "
                     "than its directory declares. Refused as a zip bomb.",
                 )
+            if kind is not None and not member.filename.lower().endswith(TEXT_ATTACHMENT_SUFFIXES):
+                self._document(member_name, member_type, content, kind)  # a PDF or Office file
+                continue
             text, note = decode_text(content, None, where=f"the file {member_name!r}")
             if note:
                 self.notes.append(note)
@@ -916,7 +953,7 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
             "the message has no text to read: no text part (text/plain, text/html or another) with text "
             f"in it and no text attachment (its parts: {', '.join(kinds) or 'none'}).",
         )
-    body, attachments = _layout(text, reader.attachments)
+    body, attachments = _layout(text, _fit(text, reader.attachments, limits.max_body_chars))
     references = message_ids(header_text(message, "References"))
     in_reply_to = "".join(message_ids(header_text(message, "In-Reply-To"))[:1])
     if not message_id:
@@ -957,6 +994,30 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
 def _unreadable(name: str, content_type: str, size: int, why: str) -> Attachment:
     """A part listed, not scored, because its text could not be read (Attachment.unreadable)."""
     return Attachment(name, content_type, size, False, f"not scored: {why}", unreadable=True)
+
+
+def _fit(
+    text: str, attachments: list[tuple[Attachment, str]], max_chars: int
+) -> list[tuple[Attachment, str]]:
+    """The attachments, the longest scored one listed as not read, then the next, until the body
+    (_layout) is no longer than `max_chars`: a long prospectus does not cost the message (ingest
+    refuses a body past the limit), and what was not read sends it to review. A text alone past
+    the limit is left as it is: ingest refuses it (too_large), as any body."""
+    parts = list(attachments)
+    while len(_layout(text, parts)[0]) > max_chars:
+        scored = [
+            i for i, (attachment, content) in enumerate(parts) if attachment.scored and has_content(content)
+        ]
+        if not scored:
+            break
+        longest = max(scored, key=lambda i: len(parts[i][1]))
+        attachment, content = parts[longest]
+        why = (
+            f"its text, {len(content.strip()):,} characters, would make the message longer than "
+            f"{max_chars:,} characters, the most a message holds"
+        )
+        parts[longest] = (_unreadable(attachment.name, attachment.content_type, attachment.size, why), "")
+    return parts
 
 
 def _layout(text: str, attachments: list[tuple[Attachment, str]]) -> tuple[str, list[dict]]:

@@ -10,8 +10,8 @@ from datetime import datetime
 class Attachment:
     """An attachment as read: its name, MIME type, size in bytes, whether its text is scored
     and, when not, why (note); `unreadable`: text that could not be read (a charset that cannot
-    be decoded, a broken or password-protected zip, an attached message whose text cannot be
-    read), not a type that is not read (an image, a PDF)."""
+    be decoded, a broken or password-protected zip or PDF, an attached message whose text cannot
+    be read), not a type that is not read (an image, a PDF of scanned pages)."""
 
     name: str
     content_type: str

@@ -41,7 +41,7 @@ def test_the_record_page_shows_the_email_headers_attachments_and_thread(auditor_
     assert "Re: Fund" in page and "Bob &lt;bob@bank.example&gt;" in page
     assert "deck.pdf" in page
     assert f'data-line="{earlier.pk}"' in page and f"/review/conversations/{thread.pk}/" in page
-    assert "could not be read" not in page  # a PDF is a type that is not read, not unreadable text
+    assert "could not be read" not in page  # listed as not scored, not as text that could not be read
 
 
 def test_an_attachment_whose_text_could_not_be_read_says_so_on_the_review_page(reviewer_client):

@@ -21,7 +21,6 @@ from scoring.sources.documents import (
     document_text,
     pdf_document,
 )
-from scoring.sources.errors import SourceError
 from scoring.sources.mail import MailLimits, parse_email
 from scoring.sources.mailgen import AttachmentSpec, factsheet_pdf
 from tests.scoring.sources.mail_fixtures import mail
@@ -51,7 +50,7 @@ def paragraph(*runs: str) -> str:
 
 
 def read(data: bytes, kind: str, **limits) -> str:
-    return document_text(data, kind, name="file", limits=DocumentLimits(**limits))
+    return document_text(data, kind, limits=DocumentLimits(**limits))
 
 
 def encrypted(data: bytes, user_password: str) -> bytes:
@@ -116,6 +115,7 @@ def test_a_pdf_over_the_page_or_text_limit_is_unreadable_not_read_in_part():
     assert read(data, PDF, max_pages=3) == "one\n\ntwo\n\nthree"
     with pytest.raises(UnreadableDocument, match="a PDF of 3 pages; no more than 2 are read"):
         read(data, PDF, max_pages=2)
+    assert read(data, PDF, max_chars=20) == "one\n\ntwo\n\nthree"
     with pytest.raises(UnreadableDocument, match="longer than 10 characters"):
         read(data, PDF, max_chars=10)
 
@@ -157,12 +157,16 @@ def test_a_presentation_s_slides_are_read_in_order_then_the_speaker_notes():
         "ppt/slides/slide10.xml": slide.format(a=A, text="Slide ten"),
         "ppt/slides/slide2.xml": slide.format(a=A, text="Slide two: it will double by March"),
         "ppt/notesSlides/notesSlide1.xml": slide.format(a=A, text="Say: no risk at all"),
-        "ppt/slideLayouts/slideLayout1.xml": slide.format(a=A, text="Click to add title"),
+        "ppt/slideLayouts/slideLayout1.xml": slide.format(a=A, text="Shown on every slide"),
     }
 
     text = read(office(parts), POWERPOINT)
 
-    assert text == "Slide two: it will double by March\n\nSlide ten\n\nSay: no risk at all"
+    # (the layout's words show on every slide using it: read too, after the slides and notes)
+    assert (
+        text
+        == "Slide two: it will double by March\n\nSlide ten\n\nSay: no risk at all\n\nShown on every slide"
+    )
 
 
 def test_a_workbook_s_text_cells_are_read_not_its_numbers():
@@ -176,7 +180,9 @@ def test_a_workbook_s_text_cells_are_read_not_its_numbers():
 
 
 def test_an_office_file_that_is_encrypted_broken_or_not_what_it_says_is_unreadable():
-    with pytest.raises(UnreadableDocument, match=r"password-protected: .* \(an encrypted Word document\)"):
+    with pytest.raises(
+        UnreadableDocument, match=r"password-protected: .*how Office encrypts a Word document"
+    ):
         read(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(512), WORD)
     with pytest.raises(UnreadableDocument, match="not a readable Word document"):
         read(b"PK\x03\x04 not a zip", WORD)
@@ -186,25 +192,92 @@ def test_an_office_file_that_is_encrypted_broken_or_not_what_it_says_is_unreadab
         read(office({"word/document.xml": "<w:document"}), WORD)
 
 
-def test_an_office_file_is_held_to_the_zip_limits_and_its_entities_are_never_expanded():
-    # a zip bomb by another name is refused as one
+def test_an_office_file_past_the_zip_limits_is_unreadable_not_a_refused_mail():
+    # a zip bomb by another name, or a large workbook: its XML is not read, the mail is kept
     bomb = office({"word/document.xml": f"<w:document {W}>" + " " * 3_000_000 + "</w:document>"})
-    with pytest.raises(SourceError) as refused:
+    with pytest.raises(UnreadableDocument, match=r"would expand to 2\.9 MB \(ratio"):
         read(bomb, WORD)
-    assert refused.value.code == "archive_bomb"
-    # an entity is never expanded, so its words are not read (nor fetched: no DTD, no network)
+    many = office(
+        {"word/document.xml": f"<w:document {W}/>", **{f"word/part{i}.xml": "<x/>" for i in range(5)}}
+    )
+    with pytest.raises(UnreadableDocument, match="holds 6 XML parts; no more than 5 are read"):
+        read(many, WORD, max_archive_members=5)
+    long = docx(paragraph("x" * 50) * 3)
+    assert len(read(long, WORD, max_chars=200)) == 152
+    with pytest.raises(UnreadableDocument, match="longer than 100 characters"):
+        read(long, WORD, max_chars=100)
+
+
+def test_an_office_file_that_breaks_its_parser_is_unreadable_never_an_error():
+    # deflate data that is not deflate: zlib.error inside zipfile, not one of zipfile's own errors
+    data = bytearray(docx(paragraph("Zero risk.") * 20))
+    data[data.find(b"word/document.xml") + len("word/document.xml")] = 0xFF  # its local header's name
+    with pytest.raises(UnreadableDocument, match="not a readable Word document"):
+        read(bytes(data), WORD)
+    # a member that says it is encrypted
+    locked = bytearray(docx(paragraph("Zero risk.")))
+    for signature, flags_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        at = locked.find(signature)
+        while at != -1:
+            locked[at + flags_at] |= 0x1
+            at = locked.find(signature, at + 4)
+    with pytest.raises(UnreadableDocument, match="password-protected"):
+        read(bytes(locked), WORD)
+
+
+def test_every_xml_part_of_the_document_is_read_so_a_decoy_main_part_hides_nothing():
+    # the body a well-made file's relationships name may be any part: a decoy word/document.xml
+    # beside the real one, SmartArt, a chart's text are read too, after the main parts
+    smartart = f'<dgm:dataModel xmlns:dgm="d" {A}><a:p><a:r><a:t>Capital guaranteed</a:t></a:r></a:p>'
+    smartart += "</dgm:dataModel>"
+    document = f"<w:document {W}><w:body>{{}}</w:body></w:document>"
+    parts = {
+        "word/document.xml": document.format(paragraph("Hello.")),
+        "word/document2.xml": document.format(paragraph("Returns of 20% are certain.")),
+        "word/diagrams/data1.xml": smartart,
+        "word/styles.xml": f"<w:styles {W}/>",
+    }
+
+    assert read(office(parts), WORD) == "Hello.\n\nCapital guaranteed\n\nReturns of 20% are certain."
+
+
+def test_strict_open_xml_and_alternate_content_are_read_once_and_tab_stops_are_not_tabs():
+    strict = 'xmlns:w="http://purl.oclc.org/ooxml/wordprocessingml/main"'
+    mc = 'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"'
+    body = (
+        "<w:p><w:pPr><w:tabs><w:tab/><w:tab/></w:tabs></w:pPr><w:r><w:t>Zero</w:t><w:tab/><w:t>risk</w:t></w:r>"
+        "<mc:AlternateContent><mc:Choice><w:txbxContent>"
+        + paragraph("In the box")
+        + "</w:txbxContent></mc:Choice><mc:Fallback><w:txbxContent>"
+        + paragraph("In the box")
+        + "</w:txbxContent></mc:Fallback></mc:AlternateContent></w:p>"
+    )
+    document = f"<w:document {strict} {mc}><w:body>{body}</w:body></w:document>"
+
+    assert read(office({"word/document.xml": document}), WORD) == "Zero\trisk\nIn the box"
+
+
+def test_an_office_part_using_an_entity_is_unreadable_and_the_billion_laughs_costs_nothing():
+    # an entity is never expanded; its words would be lost, so the part is not read at all
     small = '<?xml version="1.0"?><!DOCTYPE d [<!ENTITY a "guaranteed returns">]>'
     small += f"<w:document {W}><w:body>{paragraph('Hello &a; there')}</w:body></w:document>"
-    assert read(office({"word/document.xml": small}), WORD) == "Hello  there"
-    # the billion laughs: libxml2 stops at its amplification limit, at once; the file is unreadable
+    with pytest.raises(UnreadableDocument, match=r"uses an XML entity \(&a;\)"):
+        read(office({"word/document.xml": small}), WORD)
     laughs = '<?xml version="1.0"?><!DOCTYPE d [<!ENTITY a "lol lol lol lol lol lol lol lol lol lol">'
     for inner, outer in zip("abcdefgh", "bcdefghi", strict=True):
         laughs += f'<!ENTITY {outer} "{("&" + inner + ";") * 10}">'
     laughs += f"]><w:document {W}><w:body>{paragraph('Hello &i; there')}</w:body></w:document>"
     started = time.monotonic()
-    with pytest.raises(UnreadableDocument, match="amplification"):
+    with pytest.raises(UnreadableDocument):
         read(office({"word/document.xml": laughs}), WORD)
     assert time.monotonic() - started < 2
+
+
+def test_a_pdf_read_past_its_time_budget_is_unreadable():
+    data = pdf_document([["one"], ["two"]])
+
+    with pytest.raises(UnreadableDocument, match=r"took longer than 0 s \(page 1 of 2\)"):
+        read(data, PDF, max_seconds=0)
 
 
 # --- in a mail -----------------------------------------------------------------------------------
@@ -244,7 +317,7 @@ def test_a_protected_pdf_is_listed_unreadable_a_scanned_one_not_scored_and_the_r
     assert (offer["scored"], offer["unreadable"]) == (False, True)
     assert offer["note"] == "not scored: password-protected: its text cannot be read without the password"
     assert (scan["scored"], "unreadable" in scan) == (False, False)
-    assert scan["note"] == "not scored: the PDF has no text (scanned pages or images only)"
+    assert scan["note"] == "not scored: the PDF has no text layer (scanned pages or images only)"
     assert message.body == "Hi Ann,\n\nThe password follows by text.\n\nBob"
 
 
@@ -255,3 +328,55 @@ def test_the_document_limits_come_from_the_mail_limits():
     (listed,) = parse_email(raw, limits=MailLimits(max_document_pages=1)).attachments
 
     assert listed["unreadable"] is True and "a PDF of 2 pages" in listed["note"]
+
+
+def test_an_attachment_whose_text_would_take_the_body_past_its_limit_is_not_read_and_the_mail_kept():
+    # given: a short mail with a factsheet, a long price list and a note, under a body limit of 2,000
+    factsheet = pdf_document([[f"Line {i}: the fund invests in bonds and equities." for i in range(15)]])
+    prices = "".join(f"fund {i},{i}.5%\n" for i in range(120)).encode()
+    raw = mail(
+        "Hi Ann,\n\nThe factsheet, prices and a note.\n\nBob",
+        attachments=(
+            AttachmentSpec("factsheet.pdf", "application/pdf", factsheet),
+            AttachmentSpec("prices.csv", "text/csv", prices),
+            AttachmentSpec("note.txt", "text/plain", b"Zero risk."),
+        ),
+    ).as_bytes()
+
+    # when
+    message = parse_email(raw, limits=MailLimits(max_body_chars=2_000))
+
+    # then: the longest part is listed as not read (it sends the message to review), the rest kept
+    factsheet, prices, note = message.attachments
+    assert prices["unreadable"] is True and prices["scored"] is False
+    assert "would make the message longer than 2,000 characters, the most a message holds" in prices["note"]
+    assert factsheet["scored"] is True and note["scored"] is True
+    assert message.body.endswith("Zero risk.") and len(message.body) <= 2_000
+
+
+def test_a_pdf_or_word_file_inside_a_zip_is_read_as_one_attached_alone_is():
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("pack/terms.pdf", pdf_document([["Capital is 100% protected."]]))
+        archive.writestr("pack/letter.docx", docx(paragraph("Doubles by March.")))
+        archive.writestr("pack/logo.png", b"\x89PNG")
+    raw = mail(
+        "See the pack.", attachments=(AttachmentSpec("pack.zip", "application/zip", buffer.getvalue()),)
+    )
+
+    listed = {a["name"]: a for a in parse_email(raw.as_bytes()).attachments}
+
+    assert listed["pack.zip/pack/terms.pdf"]["scored"] is True
+    assert listed["pack.zip/pack/terms.pdf"]["content_type"] == "application/pdf"
+    assert listed["pack.zip/pack/letter.docx"]["scored"] is True
+    assert listed["pack.zip/pack/logo.png"]["scored"] is False
+
+
+def test_the_mail_limits_in_force_take_the_body_limit_and_the_page_limit_from_settings(settings):
+    from scoring.services.sources import mail_limits
+
+    settings.MAX_BODY_CHARS, settings.EMAIL_MAX_DOCUMENT_PAGES = 1_234, 7
+
+    limits = mail_limits().documents()
+
+    assert (limits.max_chars, limits.max_pages) == (1_234, 7)
