@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 
 from reviews.tokens import api_token_issue
 from scoring.models import Conversation, Message
+from scoring.sources.documents import pdf_document
 from scoring.sources.mailgen import AttachmentSpec
 from tests.scoring.sources.mail_fixtures import (
     WHEN,
@@ -58,6 +59,28 @@ def test_an_email_is_stored_with_its_headers_and_attachments_and_posting_it_agai
     assert [a["name"] for a in message.attachments] == ["terms.txt", "chart.png"]
     assert "Capital protected." in message.body
     assert message.conversation.kind == Conversation.Kind.EMAIL_THREAD
+
+
+def test_a_pdf_is_read_into_the_message_and_a_long_one_keeps_the_message_and_routes_it(api, settings):
+    # given: a mail with a short PDF, and one whose PDF would take the body past MAX_BODY_CHARS
+    settings.MAX_BODY_CHARS = 1_000
+    short = pdf_document([["Capital is 100% protected."]])
+    long = pdf_document([[f"Line {i}: the fund invests in bonds and equities." for i in range(40)]])
+    raw = mail("The terms.", attachments=(AttachmentSpec("terms.pdf", "application/pdf", short),)).as_bytes()
+    raw_long = mail(
+        "The prospectus.",
+        message_id="<long@bank.example>",
+        attachments=(AttachmentSpec("prospectus.pdf", "application/pdf", long),),
+    ).as_bytes()
+
+    # when
+    first, second = post(api, raw), post(api, raw_long)
+
+    # then: both stored (202); the short PDF's words are the message's, the long one is a part not read
+    assert (first.status_code, second.status_code) == (202, 202), (first.json(), second.json())
+    assert Message.objects.get(external_id="m1@bank.example").body.endswith("Capital is 100% protected.")
+    stored = Message.objects.get(external_id="long@bank.example")
+    assert stored.body == "The prospectus." and stored.has_unread_part
 
 
 def test_a_reply_posted_later_joins_the_thread_of_its_parent(api):
