@@ -5,7 +5,8 @@ bytes, no Django.
 - **PDF** is read with pypdfium2, the Python binding of PDFium, the PDF engine of Chrome (in C,
   fuzzed continuously by OSS-Fuzz, which finds crashes; it does not bound time or memory, so the
   pages are read against a time budget, checked between pages). Every page's text, in the order
-  PDFium lays it out, pages apart by a blank line. One document at a time in a process
+  PDFium lays it out, then the words added on the page (annotations' contents: a typewriter or
+  free-text box, a sticky note, a comment; a form field's value), pages apart by a blank line. One document at a time in a process
   (`_PDFIUM`): PDFium is not thread-safe.
 - **Office Open XML** is a zip of XML parts, read with the standard library's `zipfile` and lxml
   (entities never expanded, no DTD, no network). Every XML part of the document's folder (word/,
@@ -210,6 +211,7 @@ def _pages_text(pdf, limits: DocumentLimits) -> str:
                     text = textpage.get_text_range()
                 finally:
                     textpage.close()
+                notes = _annotations_text(page, started, limits)
             finally:
                 page.close()
         except pdfium.PdfiumError as exc:
@@ -217,8 +219,53 @@ def _pages_text(pdf, limits: DocumentLimits) -> str:
         length += len(text)
         if length > limits.max_chars:
             raise UnreadableDocument(_too_long(limits))
-        texts.append(text.replace("\r\n", "\n").strip())
+        length += sum(len(n) for n in notes)
+        if length > limits.max_chars:
+            raise UnreadableDocument(_too_long(limits))
+        texts.append("\n".join([text.replace("\r\n", "\n").strip(), *notes]).strip())
     return "\n\n".join(t for t in texts if t)
+
+
+# Annotations whose words are not their own: a link, and the pop-up that shows its parent's words.
+_NO_WORDS = frozenset({pdfium_raw.FPDF_ANNOT_LINK, pdfium_raw.FPDF_ANNOT_POPUP})
+
+
+def _annotations_text(page, started: float, limits: DocumentLimits) -> list[str]:
+    """The words added on the page rather than in it: each annotation's contents (a typewriter or
+    free-text box, a sticky note, a comment on a highlight) and a form field's value, which the
+    page's text does not hold."""
+    out = []
+    for index in range(pdfium_raw.FPDFPage_GetAnnotCount(page.raw)):
+        if time.monotonic() - started >= limits.max_seconds:
+            raise UnreadableDocument(
+                f"reading the PDF's annotations took longer than {limits.max_seconds:g} s"
+            )
+        annotation = pdfium_raw.FPDFPage_GetAnnot(page.raw, index)
+        if not annotation:
+            continue
+        try:
+            if pdfium_raw.FPDFAnnot_GetSubtype(annotation) in _NO_WORDS:
+                continue
+            for key in (b"Contents", b"V"):
+                words = _annotation_string(annotation, key).strip()
+                if words:
+                    out.append(words)
+        finally:
+            pdfium_raw.FPDFPage_CloseAnnot(annotation)
+    return out
+
+
+def _annotation_string(annotation, key: bytes) -> str:
+    if not pdfium_raw.FPDFAnnot_HasKey(annotation, key):
+        return ""
+    size = pdfium_raw.FPDFAnnot_GetStringValue(annotation, key, None, 0)  # bytes, UTF-16LE with its NUL
+    if size <= 2:
+        return ""
+    buffer = ctypes.create_string_buffer(size)
+    pdfium_raw.FPDFAnnot_GetStringValue(
+        annotation, key, ctypes.cast(buffer, ctypes.POINTER(pdfium_raw.FPDF_WCHAR)), size
+    )
+    return buffer.raw[: size - 2].decode("utf-16-le", errors="replace")
 
 
 def pdf_document(pages: list[list[str]]) -> bytes:

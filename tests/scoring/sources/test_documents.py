@@ -9,6 +9,7 @@ import zipfile
 
 import pypdf
 import pytest
+from pypdf.annotations import FreeText, Link, Text
 
 from scoring.sources.documents import (
     EXCEL,
@@ -380,3 +381,16 @@ def test_the_mail_limits_in_force_take_the_body_limit_and_the_page_limit_from_se
     limits = mail_limits().documents()
 
     assert (limits.max_chars, limits.max_pages) == (1_234, 7)
+
+
+def test_words_added_on_a_pdf_page_are_read_after_its_text_and_a_link_is_not():
+    # given: a page with a typewriter box, a sticky note and a link added (pypdf writes them)
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(pdf_document([["Terms of the fund"]]))))
+    writer.add_annotation(0, FreeText(text="Guaranteed 10% a year", rect=(50, 550, 200, 650)))
+    writer.add_annotation(0, Text(text="Sticky: zero risk", rect=(50, 450, 200, 550)))
+    writer.add_annotation(0, Link(rect=(50, 350, 200, 450), url="https://bank.example"))
+    buffer = io.BytesIO()
+    writer.write(buffer)
+
+    # then: the page's text, then each annotation's words, in the page's order
+    assert read(buffer.getvalue(), PDF) == "Terms of the fund\nGuaranteed 10% a year\nSticky: zero risk"
