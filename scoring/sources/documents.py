@@ -6,8 +6,8 @@ bytes, no Django.
   fuzzed continuously by OSS-Fuzz, which finds crashes; it does not bound time or memory, so the
   pages are read against a time budget, checked between pages). Every page's text, in the order
   PDFium lays it out, then the words added on the page (annotations' contents: a typewriter or
-  free-text box, a sticky note, a comment; a form field's value), pages apart by a blank line. One document at a time in a process
-  (`_PDFIUM`): PDFium is not thread-safe.
+  free-text box, a sticky note, a comment; a text field's value), pages apart by a blank line.
+  One document at a time in a process (`_PDFIUM`): PDFium is not thread-safe.
 - **Office Open XML** is a zip of XML parts, read with the standard library's `zipfile` and lxml
   (entities never expanded, no DTD, no network). Every XML part of the document's folder (word/,
   ppt/, xl/) is read, not only the parts a well-made file names (a decoy `document.xml` beside the
@@ -90,6 +90,10 @@ _NAMESPACES = {
         "http://schemas.openxmlformats.org/spreadsheetml/2006/main",
         "http://purl.oclc.org/ooxml/spreadsheetml/main",
     ),
+    "p": (
+        "http://schemas.openxmlformats.org/presentationml/2006/main",
+        "http://purl.oclc.org/ooxml/presentationml/main",
+    ),
     "mc": ("http://schemas.openxmlformats.org/markup-compatibility/2006",),
 }
 
@@ -98,7 +102,7 @@ def _tags(prefix: str, *names: str) -> frozenset[str]:
     return frozenset(f"{{{ns}}}{name}" for ns in _NAMESPACES[prefix] for name in names)
 
 
-TEXT = _tags("w", "t") | _tags("a", "t") | _tags("s", "t")
+TEXT = _tags("w", "t") | _tags("a", "t") | _tags("s", "t") | _tags("p", "text")  # p:text: a comment
 LINE_BREAKS = _tags("w", "br", "cr") | _tags("a", "br")
 TABS = _tags("w", "tab")
 PARAGRAPHS = _tags("w", "p") | _tags("a", "p") | _tags("s", "si", "is")
@@ -247,7 +251,9 @@ def _annotations_text(page, started: float, limits: DocumentLimits) -> list[str]
             if pdfium_raw.FPDFAnnot_GetSubtype(annotation) in _NO_WORDS:
                 continue
             for key in (b"Contents", b"V"):
-                words = _annotation_string(annotation, key).strip()
+                # a text field's value is a string; a check box's (Off, Yes) is a name: not words
+                string = pdfium_raw.FPDFAnnot_GetValueType(annotation, key) == pdfium_raw.FPDF_OBJECT_STRING
+                words = _annotation_string(annotation, key).strip() if string else ""
                 if words:
                     out.append(words)
         finally:
@@ -310,13 +316,24 @@ def _office_text(data: bytes, kind: str, *, limits: DocumentLimits) -> str:
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raise UnreadableDocument(f"not a readable {label} ({exc})") from None
     layout = OFFICE[kind]
-    if layout.main not in {m.filename for m in members}:
-        raise UnreadableDocument(f"not a readable {label}: it has no {layout.main}")
-    wanted = [m for m in members if m.filename.startswith(layout.folder) and m.filename.endswith(".xml")]
-    wanted.sort(key=lambda m: _part_order(m.filename, layout))
+    names = {m.filename for m in members}
+    main = _main_part(archive, names) or layout.main
+    if main not in names:
+        raise UnreadableDocument(f"not a readable {label}: it has no {main}")
+    # Every XML part but the package's own (relationships, properties, custom data) and, unless it
+    # is the main part, the glossary (building blocks and placeholder text nobody was sent).
+    wanted = [
+        m
+        for m in members
+        if m.filename == main
+        or (m.filename.lower().endswith(".xml") and not m.filename.lower().startswith(_NOT_WORDS))
+    ]
+    wanted.sort(key=lambda m: _part_order(m.filename, layout, main))
     _check_expansion(wanted, len(data), limits, label)
-    budget, texts, length = limits.max_archive_bytes, [], 0
+    budget, texts, length, started = limits.max_archive_bytes, [], 0, time.monotonic()
     for member in wanted:
+        if time.monotonic() - started >= limits.max_seconds:
+            raise UnreadableDocument(f"reading the {label} took more than {limits.max_seconds:g} s")
         if member.flag_bits & 0x1:
             raise UnreadableDocument(PROTECTED)
         with archive.open(member) as handle:
@@ -327,12 +344,35 @@ def _office_text(data: bytes, kind: str, *, limits: DocumentLimits) -> str:
                 f"its XML expands past {human_size(limits.max_archive_bytes)}, more than its directory "
                 "declares (a zip bomb?): not read"
             )
-        text = _xml_text(content, where=f"{member.filename} of the {label}")
+        text = _xml_text(content, where=f"{member.filename!r} of the {label}")
         length += len(text)
         if length > limits.max_chars:
             raise UnreadableDocument(_too_long(limits))
         texts.append(text.strip())
     return "\n\n".join(t for t in texts if t)
+
+
+# Parts that hold no words of the document: the package's relationships, content types and
+# properties, custom XML data, and the glossary's building blocks (read if the main part is there).
+_NOT_WORDS = ("_rels/", "[content_types].xml", "docprops/", "customxml/", "word/glossary/")
+_OFFICE_DOCUMENT = "/officeDocument"
+
+
+def _main_part(archive: zipfile.ZipFile, names: set[str]) -> str | None:
+    """The part the package's relationships name as the document (`_rels/.rels`), which an Office
+    application opens whatever its name; None when they name none."""
+    if "_rels/.rels" not in names:
+        return None
+    with archive.open("_rels/.rels") as handle:
+        content = handle.read(1024 * 1024)
+    try:
+        root = etree.fromstring(content, _PARSER)
+    except (etree.XMLSyntaxError, ValueError):
+        return None
+    for relationship in root:
+        if isinstance(relationship.tag, str) and str(relationship.get("Type", "")).endswith(_OFFICE_DOCUMENT):
+            return str(relationship.get("Target", "")).lstrip("/")
+    return None
 
 
 def _check_expansion(parts: list[zipfile.ZipInfo], size: int, limits: DocumentLimits, label: str) -> None:
@@ -397,13 +437,11 @@ def _xml_text(content: bytes, *, where: str) -> str:
     return "".join(out)
 
 
-def _part_order(filename: str, layout: _Layout) -> tuple:
-    """The layout's main parts first, in its order, then the rest by name; numbers in names in
-    order (slide2 before slide10)."""
-    first = next(
-        (i for i, prefix in enumerate(layout.first) if filename.startswith(prefix)), len(layout.first)
-    )
-    return (first, [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", filename)])
+def _part_order(filename: str, layout: _Layout, main: str) -> tuple:
+    """The main part first, then the layout's parts in its order, then the rest by name; numbers
+    in names in order (slide2 before slide10)."""
+    first = next((i for i, p in enumerate(layout.first) if filename.startswith(p)), len(layout.first))
+    return (filename != main, first, [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", filename)])
 
 
 def _too_long(limits: DocumentLimits) -> str:

@@ -67,6 +67,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import lzma
 import re
 import zipfile
 import zlib
@@ -600,7 +601,7 @@ class _Reader:
             if member.is_dir():
                 continue
             member_name = f"{name}/{member.filename}"
-            kind = KIND_BY_SUFFIX.get("." + member.filename.lower().rpartition(".")[2])
+            kind = _document_in_archive(member.filename)
             if not member.filename.lower().endswith(TEXT_ATTACHMENT_SUFFIXES) and kind is None:
                 self._add(
                     Attachment(
@@ -630,6 +631,7 @@ class _Reader:
                 RuntimeError,
                 EOFError,
                 zlib.error,
+                lzma.LZMAError,
             ) as exc:
                 self._add(_unreadable(member_name, member_type, member.file_size, f"unreadable ({exc})"), "")
                 continue
@@ -991,6 +993,16 @@ def parse_email(raw: bytes, *, limits: MailLimits | None = None) -> SourceMessag
     )
 
 
+def _document_in_archive(filename: str) -> str | None:
+    """The document kind of a zip member by its name (scoring.sources.documents), None for any
+    other file and for the files a Mac or Office leaves beside a document: a `__MACOSX/` or `._`
+    resource fork, a `~$` lock file, which are not documents and would read as broken ones."""
+    base = filename.rpartition("/")[2]
+    if filename.startswith("__MACOSX/") or base.startswith(("._", "~$")):
+        return None
+    return KIND_BY_SUFFIX.get("." + base.lower().rpartition(".")[2])
+
+
 def _unreadable(name: str, content_type: str, size: int, why: str) -> Attachment:
     """A part listed, not scored, because its text could not be read (Attachment.unreadable)."""
     return Attachment(name, content_type, size, False, f"not scored: {why}", unreadable=True)
@@ -1002,22 +1014,34 @@ def _fit(
     """The attachments, the longest scored one listed as not read, then the next, until the body
     (_layout) is no longer than `max_chars`: a long prospectus does not cost the message (ingest
     refuses a body past the limit), and what was not read sends it to review. A text alone past
-    the limit is left as it is: ingest refuses it (too_large), as any body."""
+    the limit is left as it is, its attachments too: ingest refuses it (too_large), as any body.
+    Sizes are added up, not laid out (each part: its header line and text, and the blank line
+    before it), so a thousand parts cost one pass."""
     parts = list(attachments)
-    while len(_layout(text, parts)[0]) > max_chars:
-        scored = [
-            i for i, (attachment, content) in enumerate(parts) if attachment.scored and has_content(content)
-        ]
-        if not scored:
+    if len(text) > max_chars:
+        return parts
+    sizes = {
+        i: 3 + len(_attachment_header(attachment)) + len(content.strip())
+        for i, (attachment, content) in enumerate(parts)
+        if attachment.scored and has_content(content)
+    }
+    total = len(text) + sum(sizes.values())
+    for i in sorted(sizes, key=lambda i: (-sizes[i], i)):
+        if total <= max_chars:
             break
-        longest = max(scored, key=lambda i: len(parts[i][1]))
-        attachment, content = parts[longest]
+        attachment, content = parts[i]
         why = (
             f"its text, {len(content.strip()):,} characters, would make the message longer than "
-            f"{max_chars:,} characters, the most a message holds"
+            f"{max_chars:,} characters, the most a message holds (read, not kept)"
         )
-        parts[longest] = (_unreadable(attachment.name, attachment.content_type, attachment.size, why), "")
+        parts[i] = (_unreadable(attachment.name, attachment.content_type, attachment.size, why), "")
+        total -= sizes[i]
     return parts
+
+
+def _attachment_header(attachment: Attachment) -> str:
+    """The line a scored attachment's text follows in the body."""
+    return f"[Attachment: {attachment.name} · {attachment.content_type} · {human_size(attachment.size)}]"
 
 
 def _layout(text: str, attachments: list[tuple[Attachment, str]]) -> tuple[str, list[dict]]:
@@ -1035,8 +1059,7 @@ def _layout(text: str, attachments: list[tuple[Attachment, str]]) -> tuple[str, 
             "note": attachment.note if attachment.scored or attachment.note else "",
         }
         if entry["scored"]:
-            size = human_size(attachment.size)
-            header = f"[Attachment: {attachment.name} · {attachment.content_type} · {size}]"
+            header = _attachment_header(attachment)
             prefix = "\n\n" if body else ""
             start = len(body) + len(prefix)
             body = f"{body}{prefix}{header}\n{content.strip()}"

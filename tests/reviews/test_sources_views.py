@@ -65,7 +65,7 @@ def test_an_attachment_whose_text_could_not_be_read_says_so_on_the_review_page(r
     page = reviewer_client.get(f"/review/messages/{message.pk}/").content.decode()
 
     row = page[page.index('data-attachment="offer.zip/terms.txt"') :].split("</tr>")[0]
-    assert "its text could not be read, so nothing in it was checked" in row and note in row
+    assert "its text was not read, so nothing in it was checked" in row and note in row
 
 
 def test_the_csv_export_carries_subject_thread_and_conversation_ids(auditor_client, reviewer):

@@ -189,7 +189,7 @@ def test_an_office_file_that_is_encrypted_broken_or_not_what_it_says_is_unreadab
         read(b"PK\x03\x04 not a zip", WORD)
     with pytest.raises(UnreadableDocument, match=r"it has no word/document\.xml"):
         read(office({"xl/workbook.xml": "<w/>"}), WORD)
-    with pytest.raises(UnreadableDocument, match=r"document\.xml of the Word document is not readable XML"):
+    with pytest.raises(UnreadableDocument, match=r"document\.xml' of the Word document is not readable XML"):
         read(office({"word/document.xml": "<w:document"}), WORD)
 
 
@@ -394,3 +394,68 @@ def test_words_added_on_a_pdf_page_are_read_after_its_text_and_a_link_is_not():
 
     # then: the page's text, then each annotation's words, in the page's order
     assert read(buffer.getvalue(), PDF) == "Terms of the fund\nGuaranteed 10% a year\nSticky: zero risk"
+
+
+def test_the_part_the_package_names_as_the_document_is_read_wherever_it_is_and_the_glossary_is_not():
+    # given: a decoy word/document.xml, the body the relationships name at /x/body.xml, and a
+    # glossary of building blocks nobody was sent
+    rels = '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+    rels += '<Relationship Id="r1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+    rels += 'officeDocument" Target="/x/body.xml"/></Relationships>'
+    document = f"<w:document {W}><w:body>{{}}</w:body></w:document>"
+    parts = {
+        "_rels/.rels": rels,
+        "word/document.xml": document.format(paragraph("Hello.")),
+        "x/body.xml": document.format(paragraph("Returns of 20% are certain.")),
+        "word/glossary/document.xml": document.format(paragraph("Type your guaranteed return here")),
+        "docProps/core.xml": "<p xmlns:dc='d'><dc:title>Offer</dc:title></p>",
+    }
+
+    # then: the named part first, then the rest of the words; not the glossary
+    assert read(office(parts), WORD) == "Returns of 20% are certain.\n\nHello."
+
+
+def test_a_mac_s_resource_forks_and_office_s_lock_files_in_a_zip_are_not_read_as_documents():
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("pack/terms.pdf", pdf_document([["Terms."]]))
+        archive.writestr("__MACOSX/pack/._terms.pdf", b"\x00\x05\x16\x07 AppleDouble")
+        archive.writestr("pack/~$deck.pptx", b"lock")
+    raw = mail(
+        "See the pack.", attachments=(AttachmentSpec("pack.zip", "application/zip", buffer.getvalue()),)
+    )
+
+    listed = {a["name"]: a for a in parse_email(raw.as_bytes()).attachments}
+
+    assert listed["pack.zip/pack/terms.pdf"]["scored"] is True
+    assert not any(a.get("unreadable") for a in listed.values())
+
+
+def test_a_thousand_small_attachments_over_the_body_limit_are_fitted_in_one_pass():
+    # given: 1,000 text files in a zip, 100 characters each, under a body limit of 20,000
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for i in range(1_000):
+            archive.writestr(f"notes/{i:04}.txt", f"Note {i:04}: " + "x" * 89)
+    raw = mail("Notes.", attachments=(AttachmentSpec("notes.zip", "application/zip", buffer.getvalue()),))
+
+    started = time.monotonic()
+    message = parse_email(raw.as_bytes(), limits=MailLimits(max_body_chars=20_000))
+    seconds = time.monotonic() - started
+
+    # then: as many as fit are read, the rest listed as not read, at once
+    read_parts = [a for a in message.attachments if a["scored"]]
+    not_read = [a for a in message.attachments if a.get("unreadable")]
+    assert len(read_parts) + len(not_read) == 1_000 and 0 < len(read_parts) < 1_000
+    assert len(message.body) <= 20_000
+    assert all(message.body[a["start"] : a["end"]].startswith("[Attachment: notes.zip/") for a in read_parts)
+    assert seconds < 5, seconds
+
+
+def test_a_text_alone_over_the_body_limit_leaves_its_attachments_as_they_are():
+    raw = mail("x" * 3_000, attachments=(AttachmentSpec("note.txt", "text/plain", b"Zero risk."),))
+
+    message = parse_email(raw.as_bytes(), limits=MailLimits(max_body_chars=2_000))
+
+    (note,) = message.attachments
+    assert note["scored"] is True  # the message is refused at ingest (too_large), as any long body
