@@ -581,10 +581,29 @@ THRESHOLD_TYPE_FLOOR = env_float("THRESHOLD_TYPE_FLOOR", 0.80, low=0.01, high=1.
 CORPUS_PATH = Path(env_str("CORPUS_PATH", str(BASE_DIR / "scoring" / "corpus" / "claims.jsonl")))
 # Hand-written evaluation sets (never trained on, never used to choose a threshold): measured by
 # train_classifier into metrics.json and by evaluate_classifier.
+# Hand-written training rows added to the corpus's train split by `train_classifier` and `make run`
+# (scoring/corpus/written/, its README): messages composed by hand in the shapes of real mail and
+# chat, never an evaluation set's. Comma-separated paths; "none" trains on the corpus alone.
+TRAINING_EXTRA_FILES = tuple(
+    Path(path)
+    for path in env_list(
+        "TRAINING_EXTRA_FILES",
+        [str(path) for path in sorted((BASE_DIR / "scoring" / "corpus" / "written").glob("*.jsonl"))],
+    )
+    if path.lower() != "none"
+)
 EVALUATION_SETS_DIR = Path(
     env_str("EVALUATION_SETS_DIR", str(BASE_DIR / "scoring" / "corpus" / "handwritten"))
 )
 EVALUATION_SETS = ("eval", "ordinary")
+# The hand-written development sets (in EVALUATION_SETS_DIR) whose claims the threshold rule reads
+# (README "The threshold rule"): looked at while developing, never trained on, never an evaluation
+# set. "none": the rule reads the val split's claims, as before 2026-12-07.
+THRESHOLD_SETS = tuple(
+    name
+    for name in env_list("THRESHOLD_SETS", ["dev", "dev_mixed", "dev_ordinary"])
+    if name.lower() != "none"
+)
 
 # --- Review ----------------------------------------------------------------------------------------
 REVIEW_LOCK_MINUTES = env_int("REVIEW_LOCK_MINUTES", 10, minimum=1)

@@ -245,6 +245,16 @@ def model_card(manifest: dict, metrics: dict) -> str:
         f"Threshold **{manifest.get('threshold', float('nan')):.4f}**, chosen by the rule: "
         f"{manifest.get('threshold_rule', '?')}. A flag sends a message to a human reviewer: the "
         "reviewer's decision, not this model, is the decision.",
+        *(
+            f"- read from `{Path(t['path']).name}` sha256 `{t['sha256']}`: {t['rows']} messages, "
+            f"{t['claims']} claims (hand-written, never trained on)"
+            for t in manifest.get("threshold_sets") or []
+        ),
+        *(
+            [f"- the same rule on the validation split would give {metrics['val_rule_threshold']:.4f}"]
+            if manifest.get("threshold_sets") and metrics.get("val_rule_threshold") is not None
+            else []
+        ),
         "",
         "## Training",
         "",

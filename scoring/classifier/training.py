@@ -58,7 +58,13 @@ from scoring.classifier.data import (
     file_sha256,
     read_rows,
 )
-from scoring.classifier.evaluation import read_handwritten, reliability, score_rows, summarize_decisions
+from scoring.classifier.evaluation import (
+    EvaluationSetError,
+    read_handwritten,
+    reliability,
+    score_rows,
+    summarize_decisions,
+)
 from scoring.classifier.frozen import lower_outputs, padded, padded_ids, upper_layers
 from scoring.classifier.metrics import NOVEL, quality_bar, summarize
 from scoring.classifier.modeling import CLS, POOLINGS, classifier_class
@@ -70,6 +76,7 @@ from scoring.classifier.threshold import (
     DEFAULT_TYPE_FLOOR,
     choose_threshold,
     describe_rule,
+    hand_written_sets_named,
 )
 from scoring.constants import CLASS_LABELS, ROUTING_RULES_ACTIVE, ROUTING_RULES_NONE
 from scoring.errors import TrainingDataError
@@ -126,6 +133,9 @@ class TrainConfig:
     device: str = "auto"
     token_budget: int = 8192
     evaluation_sets: tuple[str, ...] = ()  # hand-written JSONL sets measured, never trained on
+    # hand-written JSONL sets whose claims the threshold rule reads instead of the val split's
+    # (never trained on, never an evaluation set); empty: the val split (threshold.py, "Where").
+    threshold_sets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         problems = []
@@ -153,12 +163,27 @@ class TrainConfig:
             problems.append("contrastive_lr must be in (0, 1)")
         if self.pooling not in POOLINGS:
             problems.append(f"pooling must be one of {', '.join(POOLINGS)}")
+        measured = {Path(p).resolve() for p in self.evaluation_sets}
+        shared = {Path(p).resolve() for p in self.threshold_sets} & measured
+        if shared:
+            problems.append(
+                "a set that chooses the threshold cannot also be an evaluation set: "
+                + ", ".join(sorted(p.name for p in shared))
+            )
         if problems:
             raise ValueError("; ".join(problems))
 
     def hyperparameters(self) -> dict:
         values = asdict(self)
-        for key in ("base_model", "corpus_path", "extra_paths", "device", "token_budget", "evaluation_sets"):
+        for key in (
+            "base_model",
+            "corpus_path",
+            "extra_paths",
+            "device",
+            "token_budget",
+            "evaluation_sets",
+            "threshold_sets",
+        ):
             values.pop(key)
         return values
 
@@ -400,6 +425,25 @@ def evaluation_report(scorer: Scorer, paths: Sequence[str], *, threshold: float,
     return report
 
 
+def _threshold_rows(paths: Sequence[str]) -> tuple[list[dict], list[dict]]:
+    """The rows of the sets that choose the threshold, and what the version records of them."""
+    rows, record = [], []
+    for path in paths:
+        before = file_sha256(path) if Path(path).is_file() else None
+        try:
+            read = read_handwritten(path)
+        except EvaluationSetError as exc:
+            raise TrainingDataError(f"A threshold set: {exc}") from exc
+        if file_sha256(path) != before:
+            raise TrainingDataError(f"{path} changed while it was being read; nothing was trained.")
+        rows += read
+        claims = sum(r["label"] == 1 for r in read)
+        record.append({"path": str(path), "sha256": before, "rows": len(read), "claims": claims})
+    if paths and not any(r["label"] == 1 for r in rows):
+        raise TrainingDataError("The sets that choose the threshold hold no claim.")
+    return rows, record
+
+
 def _read_pinned(path, *, corpus: bool, digest: Callable[[str | Path], str]) -> tuple[list[dict], str]:
     """The rows of a JSONL file and the digest of the bytes they were read from. The digest is
     taken before and after reading, so a file replaced while it is read is refused, and one
@@ -424,6 +468,7 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
 
     corpus, corpus_digest = _read_pinned(config.corpus_path, corpus=True, digest=corpus_sha256)
     extras = [(Path(p), *_read_pinned(p, corpus=False, digest=file_sha256)) for p in config.extra_paths]
+    threshold_rows, threshold_sets = _threshold_rows(config.threshold_sets)
     train_rows = [r for r in corpus if r["split"] == "train"] + [r for _, rows, _ in extras for r in rows]
     val_rows = [r for r in corpus if r["split"] == "val"]
     test_rows = [r for r in corpus if r["split"] == "test"]
@@ -589,7 +634,15 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
     # The calibrated val scores from the same window probabilities (a second pass would give the
     # same numbers: folding T into the head divides the logits by T).
     val_scored = scored_from_windows(val_rows, probabilities, offsets, temperature, length_penalty)
-    threshold = _rule_threshold(val_scored, config.target_recall, config.type_floor)
+    val_threshold = _rule_threshold(val_scored, config.target_recall, config.type_floor)
+    threshold = val_threshold
+    if threshold_rows:  # the same rule on hand-written claims, scored as served (calibrated)
+        scores = make_scorer().claim_scores([r["body"] for r in threshold_rows])
+        threshold = _rule_threshold(
+            [{**r, "score": s} for r, s in zip(threshold_rows, scores, strict=True)],
+            config.target_recall,
+            config.type_floor,
+        )
     scorer = make_scorer(threshold)
     test_scored = evaluate(scorer, test_rows, desc="test", progress=progress)
     for row in val_scored + test_scored:
@@ -597,13 +650,19 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
     in_distribution = [r for r in test_scored if NOVEL not in r["slices"]]
     novel = [r for r in test_scored if NOVEL in r["slices"]]
     test_in_distribution = summarize(in_distribution, threshold)
-    rule = describe_rule(config.target_recall, config.type_floor)
+    rule = describe_rule(
+        config.target_recall,
+        config.type_floor,
+        on=hand_written_sets_named([Path(p).stem for p in config.threshold_sets]) if threshold_rows else None,
+    )
     extra_data = [{"path": str(path), "sha256": sha, "rows": len(rows)} for path, rows, sha in extras]
     evaluation = evaluation_report(scorer, config.evaluation_sets, threshold=threshold, rules=rules)
     seconds = time.monotonic() - started
     metrics = {
         "threshold": threshold,
         "threshold_rule": rule,
+        "threshold_sets": threshold_sets,
+        "val_rule_threshold": val_threshold,
         "val": summarize(val_scored, threshold),
         "test": summarize(test_scored, threshold),
         "test_in_distribution": test_in_distribution,
@@ -625,6 +684,8 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
             "test": "whole test split (family-disjoint from train and val), novel_phrasing included",
             "test_in_distribution": "test split without the novel_phrasing slice: the quality bar applies",
             "test_novel_phrasing": "templates and vocabulary absent from train and val",
+            "val_rule_threshold": "what the threshold rule gives on the val split (the threshold itself "
+            "where no threshold set is named)",
             "evaluation_sets": "hand-written, never trained on, never used for the threshold; "
             "'routed' = model flag or rule hit, what the pipeline does",
         },
@@ -655,6 +716,7 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
         "labels": list(CLASS_LABELS),
         "threshold": threshold,
         "threshold_rule": rule,
+        "threshold_sets": threshold_sets,
         "target_recall": config.target_recall,
         "window_tokens": config.window_tokens,
         "window_stride": config.stride,

@@ -85,8 +85,9 @@ def default_version_name() -> str:
 
 def train_config_from_settings(**overrides):
     """The TrainConfig that `train_classifier` without options and `make run` use: the base
-    model, corpus, windows, threshold rule, evaluation sets and device from settings, the rest from
-    TrainConfig's defaults; `overrides` replace any field (None means "keep the default")."""
+    model, corpus and its hand-written training rows, windows, threshold rule and the sets it
+    reads, evaluation sets and device from settings, the rest from TrainConfig's defaults;
+    `overrides` replace any field (None means "keep the default")."""
     from django.conf import settings
 
     from scoring.classifier.training import TrainConfig
@@ -94,11 +95,15 @@ def train_config_from_settings(**overrides):
     values = {
         "base_model": settings.BASE_MODEL_PATH,
         "corpus_path": str(settings.CORPUS_PATH),
+        "extra_paths": tuple(str(path) for path in settings.TRAINING_EXTRA_FILES),
         "window_tokens": settings.WINDOW_TOKENS,
         "stride": settings.WINDOW_STRIDE,
         "target_recall": settings.THRESHOLD_TARGET_RECALL,
         "evaluation_sets": tuple(
             str(Path(settings.EVALUATION_SETS_DIR) / f"{name}.jsonl") for name in settings.EVALUATION_SETS
+        ),
+        "threshold_sets": tuple(
+            str(Path(settings.EVALUATION_SETS_DIR) / f"{name}.jsonl") for name in settings.THRESHOLD_SETS
         ),
         "device": settings.SCORING_DEVICE,
         "token_budget": settings.TOKEN_BUDGET,

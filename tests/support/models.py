@@ -11,8 +11,9 @@
   once a run; tests that need two versions write it under their names (`save_training`).
 - `trained_model_artifact` (session): the real classifier, trained with the default
   configuration on the real corpus, cached under var/test-cache/<hash of everything that shapes
-  it: corpus, hyper-parameters (the fixed plan), base model files, evaluation sets, code, library
-  versions, resolved device and precision>/ so reruns are fast (CI trains it from scratch).
+  it: corpus and hand-written training rows, hyper-parameters (the fixed plan), base model files,
+  the sets that choose the threshold and those measured, code, library versions, resolved device
+  and precision>/ so reruns are fast (CI trains it from scratch).
 - `trained_model_version` (function): that artifact registered and ACTIVE.
 
 The artifacts are session-scoped (built once); the ModelVersion rows are function-scoped,
@@ -218,17 +219,19 @@ def trained_cache_dir(config: TrainConfig) -> Path:
     """var/test-cache/<key>/: the key covers everything that shapes the artifact. The plan is
     fixed (TrainConfig.epochs, no time budget: test_the_plan_does_not_depend_on_how_fast_the_
     machine_is), so the hyper-parameters (epochs, seed, schedule, precision asked for) name the
-    run; with them the corpus, the base model's files (not only its folder name), the evaluation
-    sets metrics.json reports on, the code, the library versions, and the resolved device and
-    precision."""
+    run; with them the corpus and the hand-written training rows, the base model's files (not only
+    its folder name), the sets that choose the threshold, the evaluation sets metrics.json reports
+    on, the code, the library versions, and the resolved device and precision."""
     from scoring.classifier.data import corpus_sha256
 
     key = json.dumps(
         {
             "corpus": corpus_sha256(config.corpus_path),
+            "extra_data": _digest_files(Path(p) for p in config.extra_paths),
             "hyperparameters": config.hyperparameters(),
             "base_model": Path(config.base_model).name,
             "base_model_files": _digest_files(p for p in Path(config.base_model).rglob("*") if p.is_file()),
+            "threshold_sets": _digest_files(Path(p) for p in config.threshold_sets),
             "evaluation_sets": _digest_files(Path(p) for p in config.evaluation_sets if Path(p).is_file()),
             "code": _code_digest(),
             "libraries": _library_versions(),

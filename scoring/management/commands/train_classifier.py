@@ -41,7 +41,13 @@ class Command(BaseCommand):
             action="append",
             default=[],
             metavar="FILE",
-            help="JSONL rows {body, label, claim_type} added to the train split only (repeatable).",
+            help="JSONL rows {body, label, claim_type} added to the train split only (repeatable), "
+            "after the hand-written training rows of TRAINING_EXTRA_FILES.",
+        )
+        parser.add_argument(
+            "--corpus-only",
+            action="store_true",
+            help="Leave out the hand-written training rows of TRAINING_EXTRA_FILES (--extra still counts).",
         )
         parser.add_argument("--name", default=None, help="Version name (default claims-<timestamp>).")
         parser.add_argument(
@@ -98,22 +104,36 @@ class Command(BaseCommand):
         parser.add_argument("--device", default=None, help="auto, cpu or cuda (SCORING_DEVICE).")
         parser.add_argument("--target-recall", type=float, default=None, help="THRESHOLD_TARGET_RECALL.")
         parser.add_argument(
-            "--type-floor", type=float, default=None, help="THRESHOLD_TYPE_FLOOR: least val recall per type."
+            "--type-floor",
+            type=float,
+            default=None,
+            help="THRESHOLD_TYPE_FLOOR: least recall per claim type.",
+        )
+        parser.add_argument(
+            "--threshold-on-val",
+            action="store_true",
+            help="The threshold rule reads the val split's claims, not those of THRESHOLD_SETS.",
         )
         parser.add_argument("--no-progress", action="store_true", help="No progress bars.")
+
+    @staticmethod
+    def _extra_paths(options) -> tuple[str, ...]:
+        written = () if options["corpus_only"] else tuple(str(path) for path in settings.TRAINING_EXTRA_FILES)
+        return written + tuple(str(path) for path in options["extra"])
 
     def handle(self, *args, **options):
         try:
             config = train_config_from_settings(
                 base_model=options["base_model"],
                 corpus_path=str(options["corpus"]) if options["corpus"] else None,
-                extra_paths=tuple(options["extra"]),
+                extra_paths=self._extra_paths(options),
                 epochs=options["epochs"],
                 lr=options["lr"],
                 batch_size=options["batch_size"],
                 seed=options["seed"],
                 target_recall=options["target_recall"],
                 type_floor=options["type_floor"],
+                threshold_sets=() if options["threshold_on_val"] else None,
                 device=options["device"],
                 freeze_layers=options["freeze_layers"],
                 layer_lr_decay=options["layer_lr_decay"],

@@ -330,3 +330,114 @@ def test_the_model_card_says_when_the_claims_were_also_trained_erased(tiny_model
 
     assert "- erased claims: every training claim also seen with its claim phrases" in card
     assert "erase_rationales=True" in card
+
+
+def _hand_written_set(path, claims: list[tuple[str, str]], innocent: list[str]):
+    rows = [
+        {"id": f"c{i}", "body": body, "label": 1, "claim_type": code, "kind": "plain"}
+        for i, (code, body) in enumerate(claims)
+    ] + [
+        {"id": f"n{i}", "body": body, "label": 0, "claim_type": "no_claim", "kind": "plain"}
+        for i, body in enumerate(innocent)
+    ]
+    return write_jsonl(path, rows)
+
+
+def test_the_threshold_rule_reads_the_hand_written_threshold_sets_when_named(tiny_inputs, tmp_path):
+    from scoring.classifier.threshold import choose_threshold
+
+    base, corpus = tiny_inputs
+    first = _hand_written_set(
+        tmp_path / "devset.jsonl",
+        [
+            ("guaranteed_returns", "You will get 9% a year from us, guaranteed."),
+            ("risk_free", "Your capital cannot fall in value with this plan."),
+        ],
+        ["The meeting is moved to Thursday.", "Guaranteed parking for visitors."],
+    )
+    second = _hand_written_set(
+        tmp_path / "devchat.jsonl",
+        [
+            ("performance_forecast", "this one doubles by march"),
+            ("regulatory_endorsement", "The FCA backs it."),
+        ],
+        ["see you at lunch"],
+    )
+    config = tiny_train_config(base, corpus, epochs=1, threshold_sets=(str(first), str(second)))
+
+    result = train(config, progress=False)
+
+    rows = [json.loads(line) for path in (first, second) for line in path.read_text().splitlines()]
+    scorer = Scorer.from_model(
+        result.model,
+        result.tokenizer,
+        labels=CLASS_LABELS,
+        device="cpu",
+        window_tokens=64,
+        stride=32,
+        precision=FLOAT32,
+        length_penalty=result.manifest["length_penalty"],
+    )
+    scores = scorer.claim_scores([r["body"] for r in rows])
+    assert result.threshold == choose_threshold(
+        scores,
+        [r["label"] for r in rows],
+        target_recall=0.90,
+        claim_types=[r["claim_type"] for r in rows],
+        type_floor=0.80,
+    )
+    assert "the hand-written development sets (devset, devchat)" in result.manifest["threshold_rule"]
+    assert [(s["rows"], s["claims"]) for s in result.manifest["threshold_sets"]] == [(4, 2), (3, 2)]
+    val = [r for r in result.eval_rows if r["split"] == "val"]
+    assert result.metrics["val_rule_threshold"] == choose_threshold(
+        [r["score"] for r in val],
+        [r["label"] for r in val],
+        target_recall=0.90,
+        claim_types=[r["claim_type"] for r in val],
+        type_floor=0.80,
+    )
+    assert result.metrics["threshold"] == result.threshold
+    card = model_card(result.manifest, result.metrics)
+    assert "read from `devset.jsonl`" in card and "4 messages, 2 claims" in card
+    assert f"the validation split would give {result.metrics['val_rule_threshold']:.4f}" in card
+
+
+def test_a_threshold_set_without_claims_or_unreadable_stops_training_before_it_starts(
+    tiny_inputs, tmp_path, monkeypatch
+):
+    from scoring.classifier import training
+
+    base, corpus = tiny_inputs
+    innocent = _hand_written_set(tmp_path / "innocent.jsonl", [], ["Lunch at one."])
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"id": "x", "body": "no label"}\n')
+    monkeypatch.setattr(training, "load_base", lambda *a, **k: pytest.fail("training started"))
+
+    with pytest.raises(TrainingDataError, match="hold no claim"):
+        train(tiny_train_config(base, corpus, threshold_sets=(str(innocent),)), progress=False)
+    with pytest.raises(TrainingDataError, match=r"A threshold set: .*broken\.jsonl"):
+        train(tiny_train_config(base, corpus, threshold_sets=(str(broken),)), progress=False)
+
+
+def test_a_set_cannot_both_choose_the_threshold_and_be_measured(tiny_inputs, tmp_path):
+    base, corpus = tiny_inputs
+    path = _hand_written_set(tmp_path / "eval.jsonl", [("risk_free", "It cannot lose.")], ["Hello."])
+
+    with pytest.raises(ValueError, match=r"cannot also be an evaluation set: eval\.jsonl"):
+        tiny_train_config(base, corpus, threshold_sets=(str(path),), evaluation_sets=(str(path),))
+
+
+def test_the_default_configuration_chooses_the_threshold_on_the_development_sets():
+    from django.conf import settings
+
+    from scoring.services.model_versions import train_config_from_settings
+
+    config = train_config_from_settings()
+
+    assert [p.rsplit("/", 1)[-1] for p in config.threshold_sets] == [
+        "dev.jsonl",
+        "dev_mixed.jsonl",
+        "dev_ordinary.jsonl",
+    ]
+    assert set(settings.THRESHOLD_SETS).isdisjoint(settings.EVALUATION_SETS)
+    assert train_config_from_settings(threshold_sets=()).threshold_sets == ()
