@@ -1,5 +1,6 @@
 import io
 import json
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -29,6 +30,10 @@ def tiny_training_settings(settings, tmp_path, tiny_training_inputs):
     settings.CORPUS_PATH = corpus
     settings.MODELS_DIR = tmp_path / "models"
     settings.SCORING_DEVICE = "cpu"
+    # the tiny corpus alone, its threshold on its own val split (the real rows and sets are the
+    # real model's; the two tests below put tiny ones in their place)
+    settings.TRAINING_EXTRA_FILES = ()
+    settings.THRESHOLD_SETS = ()
     return settings
 
 
@@ -153,6 +158,14 @@ def test_activate_model_refuses_an_empty_reason_and_an_unknown_version(tiny_mode
 def test_train_classifier_registers_an_inactive_version_and_prints_test_metrics(
     tiny_training_settings, tmp_path
 ):
+    written = write_jsonl(
+        tmp_path / "written" / "chat.jsonl",
+        [
+            {"body": "ur money cant go down, its backed", "label": 1, "claim_type": "risk_free"},
+            {"body": "bid 99.20 for 5mm, who has an offer", "label": 0, "claim_type": ""},
+        ],
+    )
+    tiny_training_settings.TRAINING_EXTRA_FILES = (written,)
     extra = write_jsonl(
         tmp_path / "reviewed.jsonl",
         [{"body": "Your nest egg is bulletproof.", "label": 1, "claim_type": "risk_free"}],
@@ -172,7 +185,11 @@ def test_train_classifier_registers_an_inactive_version_and_prints_test_metrics(
     # the length term is fitted by default (--no-length-calibration leaves it out)
     assert manifest["hyperparameters"]["length_calibration"] is True and manifest["length_penalty"] >= 0.0
     assert (tiny_training_settings.MODELS_DIR / "cmd-model" / "model.safetensors").is_file()
-    assert version.extra_data[0]["rows"] == 1
+    # the hand-written training rows of settings first, then --extra
+    assert [(Path(e["path"]).name, e["rows"]) for e in version.extra_data] == [
+        ("chat.jsonl", 2),
+        ("reviewed.jsonl", 1),
+    ]
     assert "registered model version cmd-model" in output
     assert "test split without novel_phrasing" in output
     assert "bar: overall recall" in output
@@ -233,3 +250,39 @@ def test_ensure_model_trains_and_activates_a_model_when_there_is_none(tiny_train
     assert version.is_active
     assert ModelActivation.objects.get().reason == "initial model trained by make run"
     assert f"activated {version.name}" in output
+
+
+def test_train_classifier_corpus_only_and_threshold_on_val_leave_out_what_settings_add(
+    tiny_training_settings, tmp_path
+):
+    written = write_jsonl(
+        tmp_path / "written.jsonl",
+        [{"body": "it will double by june", "label": 1, "claim_type": "performance_forecast"}],
+    )
+    development = write_jsonl(
+        tmp_path / "handwritten" / "devset.jsonl",
+        [
+            {
+                "id": "c",
+                "body": "We guarantee 9% a year.",
+                "label": 1,
+                "claim_type": "guaranteed_returns",
+                "kind": "plain",
+            },
+            {"id": "n", "body": "Lunch is at one.", "label": 0, "claim_type": "no_claim", "kind": "plain"},
+        ],
+    )
+    tiny_training_settings.TRAINING_EXTRA_FILES = (written,)
+    tiny_training_settings.EVALUATION_SETS_DIR = development.parent
+    tiny_training_settings.THRESHOLD_SETS = ("devset",)
+    tiny_training_settings.EVALUATION_SETS = ()
+
+    run("train_classifier", epochs=1, name="on-dev", no_progress=True)
+    run(
+        "train_classifier", epochs=1, name="on-val", corpus_only=True, threshold_on_val=True, no_progress=True
+    )
+
+    on_dev, on_val = ModelVersion.objects.get(name="on-dev"), ModelVersion.objects.get(name="on-val")
+    assert [e["rows"] for e in on_dev.extra_data] == [1] and on_val.extra_data == []
+    assert "the hand-written development sets (devset)" in on_dev.threshold_rule
+    assert "on the validation split" in on_val.threshold_rule
