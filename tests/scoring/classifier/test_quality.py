@@ -87,14 +87,17 @@ def _training_record(artifact) -> dict:
 
 # The bars of issue 15 that the default configuration reaches on this machine kind, asserted here on
 # a fresh Scorer (the faithfulness bars on the canaries: tests/explanations/test_canary_faithfulness.py).
-# Not asserted, because not reached yet (README, "The model", has the figures): on the
-# family-disjoint test split recall and precision >= 0.95 and recall >= 0.90 for every claim type;
-# on the hand-written set hard-negative FPR <= 0.05 and ECE <= 0.05; ordinary traffic routed <= 2 %.
-# Reached by the default (seed 13) but not by seeds 14 and 15, so not asserted as a property of the
-# method: the hand-written set's routed recall >= 0.90 (0.914; 0.898 and 0.898). Reached by all
-# three by one to six messages, measured on bf16 weights only and needing the rule set's routing:
-# its routed precision >= 0.85 (0.860, 0.871, 0.891). The padded recall gap (<= 0.05: 0.038) is in
-# metrics.json's quality bar.
+# Since 2026-12-07 (hand-written training rows, the threshold on the development sets) the default
+# also reaches the hand-written set's calibration (ECE <= 0.05: 0.025 with seed 13, 0.040 with seed
+# 14), asserted below. Reached by the default (seed 13, AMD EPYC with AVX512-BF16) by one message
+# each, so not asserted (another host's weights differ by a message or two): the hand-written set's
+# routed recall >= 0.90 (0.914: 117 of 128 claims, 116 needed; seed 14 gives 0.883) and ordinary
+# traffic routed <= 2 % (3 of 234, 4 allowed; seed 14: 3). Reached with room, but needing the rule
+# set's routing, which the artifact's metrics do not have: routed precision >= 0.85 (0.936; seed 14
+# 0.934). Not reached (README, "The model", has the figures): on the family-disjoint test split
+# recall and precision >= 0.95 and recall >= 0.90 for every claim type; on the hand-written set
+# hard-negative FPR <= 0.05 (0.067). The padded recall gap (<= 0.05: 0.031) is in metrics.json's
+# quality bar.
 
 
 def test_novel_phrasing_claims_are_recalled_at_high_precision(trained_model_artifact, test_split_scored):
@@ -117,7 +120,7 @@ def test_the_quality_bar_reports_every_check_on_the_family_disjoint_test_split(t
     assert all(c["value"] is not None for c in checks)
 
 
-def test_scores_are_calibrated_on_the_validation_split_and_a_fresh_scorer_reproduces_it(
+def test_scores_are_calibrated_on_val_and_the_hand_written_set_and_a_fresh_scorer_reproduces_it(
     trained_model_artifact, test_split_scored
 ):
     # given what training measured with the scorer it saved (temperature and length term fitted
@@ -132,6 +135,10 @@ def test_scores_are_calibrated_on_the_validation_split_and_a_fresh_scorer_reprod
     # split stands in for val here: scoring val a second time cost 30 s of every run and proved
     # the same thing, that the calibration is in the saved head)
     assert metrics["calibration"]["val"]["ece"] <= 0.05, metrics["calibration"]["val"]
+    # and so is the hand-written evaluation set (never trained on, never used for the threshold)
+    assert metrics["evaluation_sets"]["eval"]["calibration"]["ece"] <= 0.05, metrics["evaluation_sets"][
+        "eval"
+    ]
     assert fresh["n"] == metrics["calibration"]["test"]["n"]
     assert fresh["ece"] == pytest.approx(metrics["calibration"]["test"]["ece"], abs=0.005), (
         fresh,
