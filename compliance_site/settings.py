@@ -573,37 +573,45 @@ CANARY_ON_ACTIVATION = env_bool("CANARY_ON_ACTIVATION", True)
 # ...and, when the version has none yet, compute its faithfulness report (IG, occlusion, attention,
 # random words on this many flagged test messages) on the same checks-queue task; 0: off.
 FAITHFULNESS_REPORT_SAMPLE = env_int("FAITHFULNESS_REPORT_SAMPLE", 40, minimum=0)
-# The threshold rule's target (scoring.classifier.threshold): claim recall on the val split.
+# The threshold rule's target (scoring.classifier.threshold): recall of the claims it reads (those of
+# THRESHOLD_SETS, below; the val split's with THRESHOLD_SETS=none).
 THRESHOLD_TARGET_RECALL = env_float("THRESHOLD_TARGET_RECALL", 0.90, low=0.01, high=1.0)
-# ... and the least val recall it keeps within each claim type (at most the target).
+# ... and the least recall it keeps within each claim type (at most the target).
 THRESHOLD_TYPE_FLOOR = env_float("THRESHOLD_TYPE_FLOOR", 0.80, low=0.01, high=1.0)
 # Default training corpus of `train_classifier` (its plan is fixed by the configuration, not by time).
 CORPUS_PATH = Path(env_str("CORPUS_PATH", str(BASE_DIR / "scoring" / "corpus" / "claims.jsonl")))
-# Hand-written evaluation sets (never trained on, never used to choose a threshold): measured by
-# train_classifier into metrics.json and by evaluate_classifier.
 # Hand-written training rows added to the corpus's train split by `train_classifier` and `make run`
 # (scoring/corpus/written/, its README): messages composed by hand in the shapes of real mail and
-# chat, never an evaluation set's. Comma-separated paths; "none" trains on the corpus alone.
+# chat, never an evaluation set's. Default: every *.jsonl there; else comma-separated paths (a
+# relative one from the project folder); "none" trains on the corpus alone.
 TRAINING_EXTRA_FILES = tuple(
-    Path(path)
+    BASE_DIR / path
     for path in env_list(
         "TRAINING_EXTRA_FILES",
         [str(path) for path in sorted((BASE_DIR / "scoring" / "corpus" / "written").glob("*.jsonl"))],
     )
     if path.lower() != "none"
 )
+# Hand-written evaluation sets (never trained on, never used to choose a threshold): measured by
+# train_classifier into metrics.json and by evaluate_classifier.
 EVALUATION_SETS_DIR = Path(
     env_str("EVALUATION_SETS_DIR", str(BASE_DIR / "scoring" / "corpus" / "handwritten"))
 )
 EVALUATION_SETS = ("eval", "ordinary")
-# The hand-written development sets (in EVALUATION_SETS_DIR) whose claims the threshold rule reads
-# (README "The threshold rule"): looked at while developing, never trained on, never an evaluation
-# set. "none": the rule reads the val split's claims, as before 2026-12-07.
+# The hand-written development sets (names in EVALUATION_SETS_DIR) whose claims the threshold rule
+# reads (README "The threshold rule"): looked at while developing, never trained on, never an
+# evaluation set nor the holdout. The rule reads claims only, so dev_ordinary (no claim) is not
+# one: it stays a measurement. "none": the rule reads the val split's claims, as before 2026-12-07.
 THRESHOLD_SETS = tuple(
-    name
-    for name in env_list("THRESHOLD_SETS", ["dev", "dev_mixed", "dev_ordinary"])
+    name.removesuffix(".jsonl")
+    for name in env_list("THRESHOLD_SETS", ["dev", "dev_mixed"])
     if name.lower() != "none"
 )
+if set(THRESHOLD_SETS) & set(EVALUATION_SETS) or any(name.startswith("holdout") for name in THRESHOLD_SETS):
+    raise ImproperlyConfigured(
+        f"THRESHOLD_SETS={','.join(THRESHOLD_SETS)} names an evaluation set or the holdout: the sets "
+        "that choose the threshold must be development sets (THRESHOLD_SETS=none reads the val split)."
+    )
 
 # --- Review ----------------------------------------------------------------------------------------
 REVIEW_LOCK_MINUTES = env_int("REVIEW_LOCK_MINUTES", 10, minimum=1)

@@ -90,6 +90,9 @@ def _metrics_at(version: ModelVersion, threshold: float) -> dict:
     novel = [r for r in test if NOVEL in r["slices"]]
     summary = summarize(in_distribution, threshold)
     metrics = dict(version.metrics or {})
+    # the parent's threshold was read on these; a variant's is set by hand
+    for key in ("threshold_sets", "val_rule_threshold"):
+        metrics.pop(key, None)
     metrics.update(
         {
             "threshold": threshold,

@@ -15,7 +15,8 @@ Keeping what pretraining knew: the embeddings and the lowest `freeze_layers` enc
 be frozen, and `layer_lr_decay` < 1 gives each lower layer a smaller learning rate.
 
 After training: temperature scaling fitted on val and folded into the head (calibration.py), the
-threshold chosen on the calibrated val scores by the one rule (threshold.py), the test split
+threshold chosen by the one rule (threshold.py) on the claims of the hand-written sets named in
+`threshold_sets`, scored as served, or on the calibrated val scores without them; the test split
 measured at it (metrics.py), and the hand-written sets scored as the system routes them (model
 flag or rule hit: evaluation.py). Pure: no Django; the management command passes settings and
 the active rules in and registers the version.
@@ -78,7 +79,7 @@ from scoring.classifier.threshold import (
     describe_rule,
     hand_written_sets_named,
 )
-from scoring.constants import CLASS_LABELS, ROUTING_RULES_ACTIVE, ROUTING_RULES_NONE
+from scoring.constants import CLAIM_TYPE_CODES, CLASS_LABELS, ROUTING_RULES_ACTIVE, ROUTING_RULES_NONE
 from scoring.errors import TrainingDataError
 from scoring.segmentation import SEGMENTATION_VERSION
 
@@ -135,6 +136,7 @@ class TrainConfig:
     evaluation_sets: tuple[str, ...] = ()  # hand-written JSONL sets measured, never trained on
     # hand-written JSONL sets whose claims the threshold rule reads instead of the val split's
     # (never trained on, never an evaluation set); empty: the val split (threshold.py, "Where").
+    # Early stopping (patience, off by default) still compares epochs at val's rule threshold.
     threshold_sets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -163,13 +165,14 @@ class TrainConfig:
             problems.append("contrastive_lr must be in (0, 1)")
         if self.pooling not in POOLINGS:
             problems.append(f"pooling must be one of {', '.join(POOLINGS)}")
-        measured = {Path(p).resolve() for p in self.evaluation_sets}
-        shared = {Path(p).resolve() for p in self.threshold_sets} & measured
-        if shared:
-            problems.append(
-                "a set that chooses the threshold cannot also be an evaluation set: "
-                + ", ".join(sorted(p.name for p in shared))
-            )
+        choosing = {Path(p).resolve() for p in self.threshold_sets}
+        for other, what in ((self.evaluation_sets, "an evaluation set"), (self.extra_paths, "training data")):
+            shared = choosing & {Path(p).resolve() for p in other}
+            if shared:
+                problems.append(
+                    f"a set that chooses the threshold cannot also be {what}: "
+                    + ", ".join(sorted(p.name for p in shared))
+                )
         if problems:
             raise ValueError("; ".join(problems))
 
@@ -433,7 +436,10 @@ def _threshold_rows(paths: Sequence[str]) -> tuple[list[dict], list[dict]]:
         try:
             read = read_handwritten(path)
         except EvaluationSetError as exc:
-            raise TrainingDataError(f"A threshold set: {exc}") from exc
+            raise TrainingDataError(
+                f"A threshold set (settings THRESHOLD_SETS): {exc}. THRESHOLD_SETS=none or "
+                "train_classifier --threshold-on-val chooses the threshold on the val split."
+            ) from exc
         if file_sha256(path) != before:
             raise TrainingDataError(f"{path} changed while it was being read; nothing was trained.")
         rows += read
@@ -441,6 +447,13 @@ def _threshold_rows(paths: Sequence[str]) -> tuple[list[dict], list[dict]]:
         record.append({"path": str(path), "sha256": before, "rows": len(read), "claims": claims})
     if paths and not any(r["label"] == 1 for r in rows):
         raise TrainingDataError("The sets that choose the threshold hold no claim.")
+    types = {r["claim_type"] for r in rows if r["label"] == 1}
+    if paths and types != set(CLAIM_TYPE_CODES):
+        raise TrainingDataError(
+            "The sets that choose the threshold must hold claims of every type and no other (the "
+            f"rule keeps a floor per type): missing {sorted(set(CLAIM_TYPE_CODES) - types)}, "
+            f"unknown {sorted(types - set(CLAIM_TYPE_CODES))}."
+        )
     return rows, record
 
 
@@ -457,9 +470,9 @@ def _read_pinned(path, *, corpus: bool, digest: Callable[[str | Path], str]) -> 
 
 def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainResult:
     """Fine-tune on the corpus's train split (+ extra rows), early-stop on val, calibrate on val,
-    choose the threshold on val, measure val, test and the evaluation sets (routing with
-    `rules`, compiled rules, or the model alone when None). Returns the best model and its
-    metrics."""
+    choose the threshold on the threshold sets' claims (or val's), measure val, test and the
+    evaluation sets (routing with `rules`, compiled rules, or the model alone when None). Returns
+    the best model and its metrics."""
     started = time.monotonic()
     seed_everything(config.seed)
     rng = random.Random(config.seed)

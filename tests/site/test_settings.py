@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
@@ -26,6 +30,39 @@ def test_env_str_without_default_is_required(monkeypatch):
     monkeypatch.delenv("MISSING_THING", raising=False)
     with pytest.raises(ImproperlyConfigured, match="MISSING_THING is required"):
         site_settings.env_str("MISSING_THING")
+
+
+def _settings_read_with(**env) -> subprocess.CompletedProcess:
+    code = (
+        "import compliance_site.settings as s; "
+        "print(s.THRESHOLD_SETS, [p.name for p in s.TRAINING_EXTRA_FILES])"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "DEBUG": "1", **env},
+        capture_output=True,
+        text=True,
+        cwd=site_settings.BASE_DIR,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("value", ["eval", "dev,ordinary", "holdout_mixed"])
+def test_the_threshold_sets_cannot_name_an_evaluation_set_or_the_holdout(value):
+    result = _settings_read_with(THRESHOLD_SETS=value)
+
+    assert result.returncode != 0
+    assert "must be development sets (THRESHOLD_SETS=none reads the val split)" in result.stderr
+
+
+def test_the_threshold_sets_and_training_rows_read_names_paths_and_none():
+    named = _settings_read_with(THRESHOLD_SETS="dev.jsonl, dev_mixed", TRAINING_EXTRA_FILES="none")
+    relative = _settings_read_with(
+        THRESHOLD_SETS="none", TRAINING_EXTRA_FILES="scoring/corpus/written/chat.jsonl"
+    )
+
+    assert named.stdout.strip() == "('dev', 'dev_mixed') []", named.stderr
+    assert relative.stdout.strip() == "() ['chat.jsonl']", relative.stderr
 
 
 @pytest.mark.django_db

@@ -227,7 +227,8 @@ def trained_cache_dir(config: TrainConfig) -> Path:
     key = json.dumps(
         {
             "corpus": corpus_sha256(config.corpus_path),
-            "extra_data": _digest_files(Path(p) for p in config.extra_paths),
+            # in the order read: the rows' order shapes the seeded epochs
+            "extra_data": [_digest_files([Path(p)]) for p in config.extra_paths],
             "hyperparameters": config.hyperparameters(),
             "base_model": Path(config.base_model).name,
             "base_model_files": _digest_files(p for p in Path(config.base_model).rglob("*") if p.is_file()),

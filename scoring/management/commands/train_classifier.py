@@ -24,9 +24,11 @@ DEFAULTS = TrainConfig(base_model="", corpus_path="")
 
 class Command(BaseCommand):
     help = (
-        "Fine-tune the base encoder on the labelled corpus (+ --extra rows, train split only), calibrate "
-        "and choose the threshold on val, measure test and the hand-written evaluation sets, save the "
-        "artifact under MODELS_DIR and register the version. It is not activated: use activate_model."
+        "Fine-tune the base encoder on the labelled corpus and the hand-written training rows (+ --extra "
+        "rows, train split only), calibrate on val, choose the threshold on the claims of the "
+        "development sets (THRESHOLD_SETS; --threshold-on-val: val's), measure test and the hand-written "
+        "evaluation sets, save the artifact under MODELS_DIR and register the version. It is not "
+        "activated: use activate_model."
     )
 
     def add_arguments(self, parser):

@@ -259,18 +259,19 @@ def test_train_classifier_corpus_only_and_threshold_on_val_leave_out_what_settin
         tmp_path / "written.jsonl",
         [{"body": "it will double by june", "label": 1, "claim_type": "performance_forecast"}],
     )
+    claims = {
+        "guaranteed_returns": "We guarantee 9% a year.",
+        "risk_free": "Your capital cannot fall.",
+        "performance_forecast": "It doubles by March.",
+        "regulatory_endorsement": "The SEC approved it.",
+    }
     development = write_jsonl(
         tmp_path / "handwritten" / "devset.jsonl",
         [
-            {
-                "id": "c",
-                "body": "We guarantee 9% a year.",
-                "label": 1,
-                "claim_type": "guaranteed_returns",
-                "kind": "plain",
-            },
-            {"id": "n", "body": "Lunch is at one.", "label": 0, "claim_type": "no_claim", "kind": "plain"},
-        ],
+            {"id": code, "body": body, "label": 1, "claim_type": code, "kind": "plain"}
+            for code, body in claims.items()
+        ]
+        + [{"id": "n", "body": "Lunch is at one.", "label": 0, "claim_type": "no_claim", "kind": "plain"}],
     )
     tiny_training_settings.TRAINING_EXTRA_FILES = (written,)
     tiny_training_settings.EVALUATION_SETS_DIR = development.parent

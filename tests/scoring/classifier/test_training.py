@@ -415,16 +415,32 @@ def test_a_threshold_set_without_claims_or_unreadable_stops_training_before_it_s
 
     with pytest.raises(TrainingDataError, match="hold no claim"):
         train(tiny_train_config(base, corpus, threshold_sets=(str(innocent),)), progress=False)
-    with pytest.raises(TrainingDataError, match=r"A threshold set: .*broken\.jsonl"):
+    with pytest.raises(
+        TrainingDataError,
+        match=r"A threshold set \(settings THRESHOLD_SETS\): .*broken\.jsonl.*--threshold-on-val",
+    ):
         train(tiny_train_config(base, corpus, threshold_sets=(str(broken),)), progress=False)
 
 
-def test_a_set_cannot_both_choose_the_threshold_and_be_measured(tiny_inputs, tmp_path):
+def test_a_set_cannot_both_choose_the_threshold_and_be_measured_or_trained_on(tiny_inputs, tmp_path):
     base, corpus = tiny_inputs
     path = _hand_written_set(tmp_path / "eval.jsonl", [("risk_free", "It cannot lose.")], ["Hello."])
 
     with pytest.raises(ValueError, match=r"cannot also be an evaluation set: eval\.jsonl"):
         tiny_train_config(base, corpus, threshold_sets=(str(path),), evaluation_sets=(str(path),))
+    with pytest.raises(ValueError, match=r"cannot also be training data: eval\.jsonl"):
+        tiny_train_config(base, corpus, threshold_sets=(str(path),), extra_paths=(str(path),))
+
+
+def test_threshold_sets_must_hold_every_claim_type_and_no_other(tiny_inputs, tmp_path, monkeypatch):
+    from scoring.classifier import training
+
+    base, corpus = tiny_inputs
+    partial = _hand_written_set(tmp_path / "partial.jsonl", [("risk_free", "It cannot lose.")], ["Hi."])
+    monkeypatch.setattr(training, "load_base", lambda *a, **k: pytest.fail("training started"))
+
+    with pytest.raises(TrainingDataError, match=r"missing \['guaranteed_returns', 'performance_forecast'"):
+        train(tiny_train_config(base, corpus, threshold_sets=(str(partial),)), progress=False)
 
 
 def test_the_default_configuration_chooses_the_threshold_on_the_development_sets():
@@ -434,10 +450,6 @@ def test_the_default_configuration_chooses_the_threshold_on_the_development_sets
 
     config = train_config_from_settings()
 
-    assert [p.rsplit("/", 1)[-1] for p in config.threshold_sets] == [
-        "dev.jsonl",
-        "dev_mixed.jsonl",
-        "dev_ordinary.jsonl",
-    ]
+    assert [p.rsplit("/", 1)[-1] for p in config.threshold_sets] == ["dev.jsonl", "dev_mixed.jsonl"]
     assert set(settings.THRESHOLD_SETS).isdisjoint(settings.EVALUATION_SETS)
     assert train_config_from_settings(threshold_sets=()).threshold_sets == ()
