@@ -432,16 +432,7 @@ def _threshold_rows(paths: Sequence[str]) -> tuple[list[dict], list[dict]]:
     """The rows of the sets that choose the threshold, and what the version records of them."""
     rows, record = [], []
     for path in paths:
-        before = file_sha256(path) if Path(path).is_file() else None
-        try:
-            read = read_handwritten(path)
-        except EvaluationSetError as exc:
-            raise TrainingDataError(
-                f"A threshold set (settings THRESHOLD_SETS): {exc}. THRESHOLD_SETS=none or "
-                "train_classifier --threshold-on-val chooses the threshold on the val split."
-            ) from exc
-        if file_sha256(path) != before:
-            raise TrainingDataError(f"{path} changed while it was being read; nothing was trained.")
+        read, before = _read_pinned(path, read=_read_threshold_set, digest=file_sha256)
         rows += read
         claims = sum(r["label"] == 1 for r in read)
         record.append({"path": str(path), "sha256": before, "rows": len(read), "claims": claims})
@@ -457,12 +448,24 @@ def _threshold_rows(paths: Sequence[str]) -> tuple[list[dict], list[dict]]:
     return rows, record
 
 
-def _read_pinned(path, *, corpus: bool, digest: Callable[[str | Path], str]) -> tuple[list[dict], str]:
-    """The rows of a JSONL file and the digest of the bytes they were read from. The digest is
-    taken before and after reading, so a file replaced while it is read is refused, and one
-    replaced during the minutes of training does not change what the version records."""
+def _read_threshold_set(path) -> list[dict]:
+    try:
+        return read_handwritten(path)
+    except EvaluationSetError as exc:
+        raise TrainingDataError(
+            f"A threshold set (settings THRESHOLD_SETS): {exc}. THRESHOLD_SETS=none or "
+            "train_classifier --threshold-on-val chooses the threshold on the val split."
+        ) from exc
+
+
+def _read_pinned(
+    path, *, read: Callable[[str | Path], list[dict]], digest: Callable[[str | Path], str]
+) -> tuple[list[dict], str]:
+    """The rows `read` gives of a JSONL file and the digest of the bytes they were read from. The
+    digest is taken before and after reading, so a file replaced while it is read is refused, and
+    one replaced during the minutes of training does not change what the version records."""
     before = digest(path) if Path(path).is_file() else None
-    rows = read_rows(path, corpus=corpus)  # refuses a missing file with a clear error
+    rows = read(path)  # refuses a missing file with a clear error
     if digest(path) != before:
         raise TrainingDataError(f"{path} changed while it was being read; nothing was trained.")
     return rows, before
@@ -479,8 +482,13 @@ def train(config: TrainConfig, *, progress: bool = True, rules=None) -> TrainRes
     device = resolve_device(config.device)
     precision = resolve_precision(config.precision, device)
 
-    corpus, corpus_digest = _read_pinned(config.corpus_path, corpus=True, digest=corpus_sha256)
-    extras = [(Path(p), *_read_pinned(p, corpus=False, digest=file_sha256)) for p in config.extra_paths]
+    corpus, corpus_digest = _read_pinned(
+        config.corpus_path, read=lambda p: read_rows(p, corpus=True), digest=corpus_sha256
+    )
+    extras = [
+        (Path(p), *_read_pinned(p, read=lambda p: read_rows(p, corpus=False), digest=file_sha256))
+        for p in config.extra_paths
+    ]
     threshold_rows, threshold_sets = _threshold_rows(config.threshold_sets)
     train_rows = [r for r in corpus if r["split"] == "train"] + [r for _, rows, _ in extras for r in rows]
     val_rows = [r for r in corpus if r["split"] == "val"]
