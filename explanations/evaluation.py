@@ -135,6 +135,7 @@ def _summary(
         "sufficiency": float(np.mean([c.sufficiency for c in checks])),
         "aopc": float(np.mean([c.aopc for c in checks])),
         "random_baseline": float(np.mean([c.random_baseline for c in checks])),
+        "beaten_by_random": float(np.mean([c.beaten_by_random for c in checks])),
         "token_f1": float(np.mean(f1)) if f1 else None,
         "token_f1_n": len(f1),
         "aopc_curve": [
@@ -336,6 +337,7 @@ def canary_details(
                     "comprehensiveness_log_odds": result.check.comprehensiveness_log_odds,
                     "random_baseline": result.check.random_baseline,
                     "random_baseline_log_odds": result.check.random_baseline_log_odds,
+                    "beaten_by_random": result.check.beaten_by_random,
                     "verdict": result.check.verdict_text,
                     "words": [[w["start"], w["end"], round(w["score"], 6)] for w in result.words],
                 }

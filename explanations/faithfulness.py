@@ -11,6 +11,7 @@ r the top-k attributed words:
 - sufficiency       = p(x) - p(r alone)        (lower is better)
 - flipped           = p(x) >= threshold and p(x without r) < threshold
 - random baseline   = mean comprehensiveness of RANDOM_DRAWS seeded draws of k random words
+- beaten by random  = the share of those draws whose comprehensiveness exceeds the top words'
 - AOPC              = comprehensiveness averaged over k = 1, 5, 10, 20, 50 % of the words
                       (each k at least 1, the k top-ranked words each time)
 
@@ -51,25 +52,44 @@ K_PERCENT = 20
 K_MIN = 1
 K_MAX = 10
 # --- the check's parameters -------------------------------------------------------------------
-RANDOM_DRAWS = 10
+RANDOM_DRAWS = 20
 AOPC_FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.20, 0.50)
 # --- the pass rule ----------------------------------------------------------------------------
-# In probability points: deleting the top-k words must lower the score by at least this much
-# more than deleting k random words does, unless it flips the decision outright.
+# Deleting the top-k words must beat deleting k random words in two ways: by at least PASS_MARGIN
+# (probability points) over the random draws' mean, and by being beaten by at most PASS_SHARE of
+# the draws themselves (a one-sided permutation test at that level). A flip of the decision is
+# reported but does not pass on its own: with the threshold in the middle of the scale, deleting
+# any k words of a short claim just above it flips it too (random words passed on about half the
+# canaries under the earlier "flip or margin" rule; README, "The faithfulness check's rule").
 PASS_MARGIN = 0.10
+PASS_SHARE = 0.10
 PASS_RULE = (
-    "Passes when deleting the top-k attributed words flips the decision (the score falls from at "
-    "or above the threshold to below it), or when it lowers the score by at least "
-    f"{PASS_MARGIN:.2f} more than deleting k randomly chosen words does (mean of {RANDOM_DRAWS} "
-    f"seeded draws). k is {K_PERCENT} % of the words, at least {K_MIN}, at most {K_MAX}."
+    "Passes when deleting the top-k attributed words lowers the score by at least "
+    f"{PASS_MARGIN:.2f} more than deleting k random words does on average, and more than "
+    f"{100 - PASS_SHARE * 100:.0f} % of {RANDOM_DRAWS} seeded random deletions do; a flip of the "
+    f"decision alone does not pass. k is {K_PERCENT} % of the words, at least {K_MIN}, at most {K_MAX}."
 )
+# (stored with each explanation, at most 300 characters: explanations.models.Explanation.pass_rule)
 
 ScoreFn = Callable[[list[str]], Sequence[float]]
 
 
-def passes(*, flipped: bool, comprehensiveness: float, random_baseline: float) -> bool:
+def beaten_share(comprehensiveness: float, random_comprehensiveness: Sequence[float]) -> float:
+    """The share of the random draws that lowered the score more than the top words did (a draw
+    that deletes the same words lowers it exactly as much and does not count)."""
+    draws = np.asarray(random_comprehensiveness, dtype=float)
+    if draws.ndim != 1 or draws.size == 0:
+        raise ValueError("the check needs at least one random draw")
+    return float(np.mean(draws > comprehensiveness + 1e-12))
+
+
+def passes(*, comprehensiveness: float, random_comprehensiveness: Sequence[float]) -> bool:
     """THE definition of a passed check (see PASS_RULE)."""
-    return bool(flipped) or comprehensiveness >= random_baseline + PASS_MARGIN - 1e-12
+    baseline = float(np.mean(random_comprehensiveness)) if len(random_comprehensiveness) else 0.0
+    return (
+        comprehensiveness >= baseline + PASS_MARGIN - 1e-12
+        and beaten_share(comprehensiveness, random_comprehensiveness) <= PASS_SHARE + 1e-12
+    )
 
 
 # --- k and ranking ----------------------------------------------------------------------------
@@ -137,6 +157,8 @@ class FaithfulnessResult:
     random_baseline: float
     score_without_random: float
     random_comprehensiveness: tuple[float, ...]
+    # the share of the random draws that lowered the score more than the top words did
+    beaten_by_random: float
     # The same two drops on the log-odds scale, log(p / (1 - p)): a probability saturated near
     # 1.0 hides a large change of the model's evidence (0.999 -> 0.99 is 2.3 nats).
     comprehensiveness_log_odds: float
@@ -232,13 +254,22 @@ def verdict(
     threshold: float,
     flipped: bool,
     passed: bool,
+    beaten_by_random: float = 0.0,
 ) -> str:
     """The check in plain words, with its numbers."""
     named = _quote(top_words)
     full, without, rand, t = score_full, score_without_top, score_without_random, threshold
+    if passed and flipped:
+        return (
+            f"Removing {named} drops the score from {full:.2f} to {without:.2f}, below the threshold "
+            f"{t:.2f} (random words: {rand:.2f})."
+        )
     if flipped:
         return (
-            f"Removing {named} drops the score from {full:.2f} to {without:.2f}, below the threshold {t:.2f}."
+            f"Removing {named} drops the score from {full:.2f} to {without:.2f}, below the threshold "
+            f"{t:.2f}, but removing as many random words does about as much (random words: {rand:.2f}; "
+            f"{beaten_by_random:.0%} of the random draws drop it further): the highlight is not told "
+            "apart from random words."
         )
     if not passed and full < t:
         # Routed by a rule, not by the model: there is no flag to explain.
@@ -289,7 +320,8 @@ def _finish(plan: _Plan, scores: Sequence[float]) -> FaithfulnessResult:
     )
     threshold = float(item.threshold)
     flipped = full >= threshold and without < threshold
-    passed = passes(flipped=flipped, comprehensiveness=comprehensiveness, random_baseline=random_baseline)
+    passed = passes(comprehensiveness=comprehensiveness, random_comprehensiveness=random_comps)
+    beaten = beaten_share(comprehensiveness, random_comps)
     top = plan.order[:k]
     top_words = tuple(words[i] for i in top)
     return FaithfulnessResult(
@@ -308,6 +340,7 @@ def _finish(plan: _Plan, scores: Sequence[float]) -> FaithfulnessResult:
         random_baseline=random_baseline,
         score_without_random=full - random_baseline,
         random_comprehensiveness=random_comps,
+        beaten_by_random=beaten,
         comprehensiveness_log_odds=log_odds(full) - log_odds(without),
         random_baseline_log_odds=float(np.mean(random_odds)) if random_odds else 0.0,
         aopc=float(np.mean([p.comprehensiveness for p in curve])) if curve else comprehensiveness,
@@ -322,6 +355,7 @@ def _finish(plan: _Plan, scores: Sequence[float]) -> FaithfulnessResult:
             threshold=threshold,
             flipped=flipped,
             passed=passed,
+            beaten_by_random=beaten,
         ),
     )
 

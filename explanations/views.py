@@ -32,6 +32,7 @@ METRIC_LABELS = {
     "sufficiency": "Sufficiency",
     "aopc": "AOPC",
     "random_baseline": "Random-words baseline",
+    "beaten_by_random": "Random draws that beat it (share)",
     "token_f1": "Token-F1 vs rationale",
 }
 METRICS = tuple(METRIC_LABELS)

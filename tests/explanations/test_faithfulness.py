@@ -10,8 +10,11 @@ from explanations.faithfulness import (
     K_MAX,
     PASS_MARGIN,
     PASS_RULE,
+    PASS_SHARE,
+    RANDOM_DRAWS,
     CheckInput,
     batch_faithfulness_checks,
+    beaten_share,
     faithfulness_check,
     k_for,
     passes,
@@ -136,9 +139,11 @@ def test_an_attribution_that_names_the_word_the_model_reads_passes_with_a_flip()
     assert result.comprehensiveness == pytest.approx(0.90)
     assert result.sufficiency == pytest.approx(0.0)
     assert result.flipped and result.passed
+    assert result.beaten_by_random == 0.0  # no draw of 2 words drops it further
     assert result.pass_rule == PASS_RULE
     assert result.verdict_text == (
-        "Removing 'guaranteed', 'returns' drops the score from 0.95 to 0.05, below the threshold 0.62."
+        "Removing 'guaranteed', 'returns' drops the score from 0.95 to 0.05, below the threshold 0.62 "
+        f"(random words: {0.95 - result.random_baseline:.2f})."
     )
     assert len(score_fn.calls) == 1
 
@@ -153,9 +158,10 @@ def test_an_attribution_that_misses_the_word_fails_and_says_so_with_the_numbers(
     )
     assert not result.flipped and not result.passed
     assert result.comprehensiveness == pytest.approx(0.0)
-    # 10 seeded draws of 2 of the 10 words; a draw that takes "guaranteed" drops 0.90.
+    # RANDOM_DRAWS seeded draws of 2 of the 10 words; a draw that takes "guaranteed" drops 0.90.
     drawn = sum(c > 0 for c in result.random_comprehensiveness)
-    assert result.random_baseline == pytest.approx(0.90 * drawn / 10)
+    assert result.random_baseline == pytest.approx(0.90 * drawn / RANDOM_DRAWS)
+    assert result.beaten_by_random == pytest.approx(drawn / RANDOM_DRAWS)
     assert result.verdict_text == (
         f"Removing 'client', 'year' only moves the score from 0.95 to 0.95 "
         f"(random words: {0.95 - result.random_baseline:.2f}): the highlight does not explain the flag."
@@ -201,11 +207,42 @@ def test_a_drop_that_beats_random_by_the_margin_passes_without_a_flip():
     assert "already below the threshold 0.62" in result.verdict_text
 
 
-def test_the_pass_rule_is_a_flip_or_beating_random_by_the_margin():
-    assert passes(flipped=True, comprehensiveness=0.0, random_baseline=0.5)
-    assert passes(flipped=False, comprehensiveness=0.3, random_baseline=0.3 - PASS_MARGIN)
-    assert not passes(flipped=False, comprehensiveness=0.3, random_baseline=0.3 - PASS_MARGIN + 0.01)
-    assert f"{PASS_MARGIN:.2f}" in PASS_RULE and "flips the decision" in PASS_RULE
+def test_the_pass_rule_is_beating_the_random_mean_by_the_margin_and_nearly_every_random_draw():
+    # the margin over the draws' mean
+    assert passes(comprehensiveness=0.3, random_comprehensiveness=[0.3 - PASS_MARGIN] * 20)
+    assert not passes(comprehensiveness=0.3, random_comprehensiveness=[0.3 - PASS_MARGIN + 0.01] * 20)
+    # and at most PASS_SHARE of the draws drop the score further (mean 0.09 and 0.135: the margin holds)
+    assert PASS_SHARE == 0.10
+    assert passes(comprehensiveness=0.5, random_comprehensiveness=[0.0] * 18 + [0.9] * 2)
+    assert beaten_share(0.5, [0.0] * 17 + [0.9] * 3) == pytest.approx(0.15)
+    assert not passes(comprehensiveness=0.5, random_comprehensiveness=[0.0] * 17 + [0.9] * 3)
+    # a draw that drops it exactly as much (the same words) does not beat it
+    assert beaten_share(0.5, [0.5] * 5 + [0.0] * 15) == 0.0
+    with pytest.raises(ValueError):
+        beaten_share(0.5, [])
+    assert f"{PASS_MARGIN:.2f}" in PASS_RULE and "a flip of the decision alone does not pass" in PASS_RULE
+    assert f"90 % of {RANDOM_DRAWS} seeded random deletions" in PASS_RULE and len(PASS_RULE) <= 300
+
+
+def test_a_flip_that_deleting_any_word_causes_does_not_pass():
+    # A short claim just above the threshold: deleting any one word takes it under, so a flip says
+    # nothing about which words carry the claim, and the highlight is no better than random words.
+    text = "returns guaranteed forever"
+
+    def score_fn(texts):
+        return [0.65 if len(t.split()) == 3 else 0.55 for t in texts]
+
+    result = faithfulness_check(
+        text=text, words=split_words(text), scores=[0.1, 0.9, 0.2], score_fn=score_fn, threshold=THRESHOLD
+    )
+    assert result.k == 1 and result.flipped
+    assert result.comprehensiveness == pytest.approx(result.random_baseline)
+    assert not result.passed
+    assert result.verdict_text == (
+        "Removing 'guaranteed' drops the score from 0.65 to 0.55, below the threshold 0.62, but "
+        "removing as many random words does about as much (random words: 0.55; 0% of the random "
+        "draws drop it further): the highlight is not told apart from random words."
+    )
 
 
 def test_aopc_averages_comprehensiveness_over_the_fractions_worked_by_hand():
@@ -252,7 +289,7 @@ def test_the_random_baseline_is_reproducible_for_a_seed_and_changes_with_it():
 
     assert check(0).random_comprehensiveness == check(0).random_comprehensiveness
     assert check(0).random_comprehensiveness != check(1).random_comprehensiveness
-    assert len(check(0).random_comprehensiveness) == 10
+    assert len(check(0).random_comprehensiveness) == RANDOM_DRAWS == 20
 
 
 def test_a_batch_of_messages_is_scored_with_one_call_and_matches_single_checks():
