@@ -9,7 +9,8 @@
 - random: seeded uniform random word scores;
 and reports per method the decision-flip rate, pass rate, mean comprehensiveness, sufficiency,
 AOPC (and its curve), the check's random baseline, and token-F1 of the top-k words against the
-corpus rationale spans. Whichever method flips decisions is the one that is explaining.
+corpus rationale spans. Whichever method's words beat random words most often (pass rate) is the
+one that is explaining; the ranking also keeps the flip rate's order for reports made before.
 
 `canary_details` / `compare_canaries`: the fixed canary set checked with the pipeline's own
 methods, and compared with the previous model version's results: pass rates, the rank
@@ -265,6 +266,9 @@ def compare_methods(
     ranked = sorted(
         methods, key=lambda m: (methods[m]["flip_rate"], methods[m]["comprehensiveness"]), reverse=True
     )
+    ranked_by_pass = sorted(
+        methods, key=lambda m: (methods[m]["pass_rate"], methods[m]["comprehensiveness"]), reverse=True
+    )
     rankings = None
     if random_rankings > 1 and checks[RANDOM]:
         rates = [float(np.mean([c.passed for c in checks[RANDOM]]))]
@@ -278,6 +282,7 @@ def compare_methods(
     return {
         "methods": methods,
         "random_rankings": rankings,
+        "ranking_by_pass_rate": ranked_by_pass,
         "ranking_by_flip_rate": ranked,
         "best_head": None
         if best_head is None

@@ -65,9 +65,10 @@ PASS_MARGIN = 0.10
 PASS_SHARE = 0.10
 PASS_RULE = (
     "Passes when deleting the top-k attributed words lowers the score by at least "
-    f"{PASS_MARGIN:.2f} more than deleting k random words does on average, and more than "
-    f"{100 - PASS_SHARE * 100:.0f} % of {RANDOM_DRAWS} seeded random deletions do; a flip of the "
-    f"decision alone does not pass. k is {K_PERCENT} % of the words, at least {K_MIN}, at most {K_MAX}."
+    f"{PASS_MARGIN:.2f} more than deleting k random words does on average, and no more than "
+    f"{PASS_SHARE * 100:.0f} % of {RANDOM_DRAWS} seeded random deletions lower it further; a flip "
+    f"of the decision alone does not pass. k is {K_PERCENT} % of the words, at least {K_MIN}, at "
+    f"most {K_MAX}."
 )
 # (stored with each explanation, at most 300 characters: explanations.models.Explanation.pass_rule)
 
@@ -80,15 +81,20 @@ def beaten_share(comprehensiveness: float, random_comprehensiveness: Sequence[fl
     draws = np.asarray(random_comprehensiveness, dtype=float)
     if draws.ndim != 1 or draws.size == 0:
         raise ValueError("the check needs at least one random draw")
+    if not (math.isfinite(comprehensiveness) and np.isfinite(draws).all()):
+        raise ValueError("comprehensiveness and the random draws must be finite numbers")
     return float(np.mean(draws > comprehensiveness + 1e-12))
+
+
+def beats_the_mean(comprehensiveness: float, random_comprehensiveness: Sequence[float]) -> bool:
+    """The rule's first half: the drop beats the random draws' mean by PASS_MARGIN."""
+    return comprehensiveness >= float(np.mean(random_comprehensiveness)) + PASS_MARGIN - 1e-12
 
 
 def passes(*, comprehensiveness: float, random_comprehensiveness: Sequence[float]) -> bool:
     """THE definition of a passed check (see PASS_RULE)."""
-    baseline = float(np.mean(random_comprehensiveness)) if len(random_comprehensiveness) else 0.0
-    return (
-        comprehensiveness >= baseline + PASS_MARGIN - 1e-12
-        and beaten_share(comprehensiveness, random_comprehensiveness) <= PASS_SHARE + 1e-12
+    return beaten_share(comprehensiveness, random_comprehensiveness) <= PASS_SHARE + 1e-12 and beats_the_mean(
+        comprehensiveness, random_comprehensiveness
     )
 
 
@@ -254,44 +260,54 @@ def verdict(
     threshold: float,
     flipped: bool,
     passed: bool,
-    beaten_by_random: float = 0.0,
+    beaten_by_random: float,
+    beats_mean: bool,
+    every_word: bool = False,
 ) -> str:
-    """The check in plain words, with its numbers."""
+    """The check in plain words, with its numbers. `beats_mean`: the rule's margin half held;
+    `every_word`: the top words are all the words, so every random draw deletes them too."""
     named = _quote(top_words)
     full, without, rand, t = score_full, score_without_top, score_without_random, threshold
-    if passed and flipped:
+    moved = f"from {full:.2f} to {without:.2f}"
+    on_random = f"random words: {rand:.2f}"
+    if passed:
+        if flipped:
+            return (
+                f"Removing {named} drops the score {moved}, below the threshold {t:.2f} "
+                f"(random words: {rand:.2f})."
+            )
+        where = (
+            f"though it stays at or above the threshold {t:.2f}"
+            if without >= t
+            else f"the model did not flag this message: its score was already below the threshold {t:.2f}"
+        )
+        return f"Removing {named} lowers the score {moved} (random words: {rand:.2f}); {where}."
+    if every_word:
         return (
-            f"Removing {named} drops the score from {full:.2f} to {without:.2f}, below the threshold "
-            f"{t:.2f} (random words: {rand:.2f})."
+            f"The message is too short to test: {named} are all its words, so removing random words "
+            f"removes the same ones (the score goes {moved}); the highlight cannot be told apart from "
+            "random words."
+        )
+    if not beats_mean:
+        why = f"removing as many random words does nearly as much or more on average ({on_random})"
+    else:
+        why = (
+            f"{beaten_by_random:.0%} of the random deletions of as many words lower it further "
+            f"(on average random words: {rand:.2f})"
         )
     if flipped:
         return (
-            f"Removing {named} drops the score from {full:.2f} to {without:.2f}, below the threshold "
-            f"{t:.2f}, but removing as many random words does about as much (random words: {rand:.2f}; "
-            f"{beaten_by_random:.0%} of the random draws drop it further): the highlight is not told "
-            "apart from random words."
+            f"Removing {named} drops the score {moved}, below the threshold {t:.2f}, but {why}: the "
+            "highlight is not told apart from random words."
         )
-    if not passed and full < t:
+    if full < t:
         # Routed by a rule, not by the model: there is no flag to explain.
         return (
             f"The model did not flag this message (score {full:.2f}, below the threshold {t:.2f}). "
-            f"Removing {named} moves the score to {without:.2f} (random words: {rand:.2f}): these "
-            "words carry no more of the model's claim signal than random words do."
+            f"Removing {named} moves the score to {without:.2f}, and {why}: these words carry no "
+            "more of the model's claim signal than random words do."
         )
-    if not passed:
-        return (
-            f"Removing {named} only moves the score from {full:.2f} to {without:.2f} "
-            f"(random words: {rand:.2f}): the highlight does not explain the flag."
-        )
-    where = (
-        f"though it stays at or above the threshold {t:.2f}"
-        if without >= t
-        else f"the model did not flag this message: its score was already below the threshold {t:.2f}"
-    )
-    return (
-        f"Removing {named} lowers the score from {full:.2f} to {without:.2f} "
-        f"(random words: {rand:.2f}); {where}."
-    )
+    return f"Removing {named} moves the score {moved}, and {why}: the highlight does not explain the flag."
 
 
 # Probabilities are clipped to [LOG_ODDS_CLIP, 1 - LOG_ODDS_CLIP] before taking log-odds.
@@ -356,6 +372,8 @@ def _finish(plan: _Plan, scores: Sequence[float]) -> FaithfulnessResult:
             flipped=flipped,
             passed=passed,
             beaten_by_random=beaten,
+            beats_mean=beats_the_mean(comprehensiveness, random_comps),
+            every_word=k == len(words),
         ),
     )
 

@@ -127,7 +127,8 @@ def _canary_rows(corpus_path: str | Path | None) -> tuple[list[dict], str]:
 
 def _canary_details_of(version: ModelVersion, ids: list[str], rows, scorer_factory, progress: bool):
     """A version's canary results: its latest stored check of the same canaries with the same IG
-    options (ig_options), or computed now. Returns (details, where they came from)."""
+    options (ig_options), threshold and pass rule (checks judged by an earlier rule are not compared
+    with this one's), or computed now. Returns (details, where they came from)."""
     stored = (
         CanaryCheck.objects.filter(model_version=version, error="")
         .exclude(details=[])
@@ -139,6 +140,7 @@ def _canary_details_of(version: ModelVersion, ids: list[str], rows, scorer_facto
         and [d["id"] for d in stored.details] == ids
         and all(stored.parameters.get(key) == value for key, value in ig_options().items())
         and stored.parameters.get("threshold") == version.threshold
+        and stored.parameters.get("pass_rule") == PASS_RULE
     ):
         return stored.details, f"canary check {stored.pk} of {version.name}"
     details = canary_details(
@@ -172,7 +174,7 @@ def canary_check_run(
         done = CanaryCheck.objects.filter(activation=activation).first()
         if done is not None:
             return done
-    parameters: dict = {**ig_options(), "threshold": version.threshold}
+    parameters: dict = {**ig_options(), "threshold": version.threshold, "pass_rule": PASS_RULE}
     record = {"model_version": version, "previous_version": previous, "activation": activation}
     try:
         rows, source = _canary_rows(corpus_path)
@@ -239,13 +241,15 @@ def faithfulness_report_for_activation(*, version: ModelVersion, progress: bool 
     """The faithfulness report an activated version gets on the checks queue, so that the
     faithfulness page has one without anybody running a command: FAITHFULNESS_REPORT_SAMPLE
     flagged test messages (0 turns it off). Idempotent: a version that already has a report with
-    the current IG settings keeps it. A report that cannot be made is logged, not raised: the
+    the current IG settings and pass rule keeps it. A report that cannot be made is logged, not raised: the
     activation and its canary check stand either way. Returns the report or None."""
     sample = settings.FAITHFULNESS_REPORT_SAMPLE
     if sample <= 0:
         return None
-    # The IG settings that shape a report (its precision is recorded resolved, "auto" is not).
+    # The IG settings that shape a report (its precision is recorded resolved, "auto" is not), and
+    # the rule that judged it: a report of an earlier rule is made again.
     wanted = {key: value for key, value in ig_options().items() if key != "precision"}
+    wanted["pass_rule"] = PASS_RULE
     for report in FaithfulnessReport.objects.filter(model_version=version).only("parameters"):
         if all(report.parameters.get(key) == value for key, value in wanted.items()):
             return report

@@ -12,8 +12,10 @@ from django.urls import reverse
 
 from explanations.corpus import canary_ids, read_rows
 from explanations.evaluation import REPORT_METHODS, compare_canaries
+from explanations.faithfulness import PASS_RULE
 from explanations.models import CanaryCheck, FaithfulnessReport
 from explanations.services import canary_check_for_activation, canary_check_run
+from explanations.services.reports import faithfulness_report_for_activation
 from governance.services.model_versions import model_version_activate, model_version_with_threshold
 from scoring.models import ModelActivation
 from tests.support.models import tiny_corpus_rows, write_jsonl
@@ -70,6 +72,10 @@ def test_the_report_compares_every_method_on_the_same_flagged_test_messages(tiny
         data["parameters"]["n_steps"] == 8 and data["parameters"]["threshold"] == tiny_model_version.threshold
     )
     assert sorted(data["ranking_by_flip_rate"]) == sorted(REPORT_METHODS)
+    rates = [data["methods"][m]["pass_rate"] for m in data["ranking_by_pass_rate"]]
+    assert sorted(data["ranking_by_pass_rate"]) == sorted(REPORT_METHODS) and rates == sorted(
+        rates, reverse=True
+    )
 
 
 def test_the_random_control_drawn_many_times_gives_each_drawing_and_leaves_the_first_as_it_was(
@@ -215,6 +221,31 @@ def test_an_activated_version_gets_its_faithfulness_report_on_the_checks_task_on
     report = FaithfulnessReport.objects.get(model_version=tiny_model_version)
     assert 1 <= report.sample_size <= 5 and report.parameters["n_steps"] == 8
     assert set(report.results["methods"]) == set(REPORT_METHODS)
+
+
+def test_checks_judged_by_an_earlier_pass_rule_are_made_again_not_reused(
+    tiny_model_version, tiny_corpus, settings
+):
+    # given a stored canary check and report judged by another rule (the rule before 2026-12-08)
+    settings.FAITHFULNESS_REPORT_SAMPLE = 5
+    activation = ModelActivation.objects.filter(model_version=tiny_model_version).latest()
+    canary_check_for_activation(activation_id=activation.pk)
+    old = FaithfulnessReport.objects.get(model_version=tiny_model_version)
+    stored = CanaryCheck.objects.get(model_version=tiny_model_version)
+    assert old.parameters["pass_rule"] == stored.parameters["pass_rule"] == PASS_RULE
+    for row in (old, stored):
+        row.parameters["pass_rule"] = "Passes when deleting the top-k attributed words flips the decision ..."
+        row.save(update_fields=["parameters"])
+
+    # when the version is compared again and its report is asked for at activation
+    other = model_version_with_threshold(version=tiny_model_version, threshold=0.5, reason="rule test")
+    check = canary_check_run(version=other, previous=tiny_model_version)
+    remade = faithfulness_report_for_activation(version=tiny_model_version)
+
+    # then neither old judgement is read as if the current rule had made it
+    assert check.parameters["previous_source"] == f"computed now with {tiny_model_version.name}"
+    assert remade != old and remade.parameters["pass_rule"] == PASS_RULE
+    assert FaithfulnessReport.objects.filter(model_version=tiny_model_version).count() == 2
 
 
 def test_the_report_at_activation_can_be_switched_off(tiny_model_version, tiny_corpus, settings):

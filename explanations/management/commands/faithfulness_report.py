@@ -103,6 +103,7 @@ class Command(BaseCommand):
                 "parameters": report.parameters,
                 "methods": results["methods"],
                 "best_head": results["best_head"],
+                "ranking_by_pass_rate": results["ranking_by_pass_rate"],
                 "ranking_by_flip_rate": results["ranking_by_flip_rate"],
                 "random_rankings": results.get("random_rankings"),
                 "skipped": results["skipped"],
@@ -126,6 +127,7 @@ class Command(BaseCommand):
         ig = results["methods"].get("integrated_gradients", {})
         if "mean_abs_convergence_delta" in ig:
             self.stdout.write(f"IG mean |convergence delta|: {ig['mean_abs_convergence_delta']:.2e}")
+        self.stdout.write("by pass rate: " + " > ".join(results["ranking_by_pass_rate"]))
         self.stdout.write("by flip rate: " + " > ".join(results["ranking_by_flip_rate"]))
         drawn = results.get("random_rankings")
         if drawn:
