@@ -263,12 +263,12 @@ def compare_methods(
         for m in REPORT_METHODS
         if checks[m]
     }
-    ranked = sorted(
-        methods, key=lambda m: (methods[m]["flip_rate"], methods[m]["comprehensiveness"]), reverse=True
-    )
-    ranked_by_pass = sorted(
-        methods, key=lambda m: (methods[m]["pass_rate"], methods[m]["comprehensiveness"]), reverse=True
-    )
+
+    def ranked(rate: str) -> list[str]:  # highest rate first, ties by comprehensiveness
+        return sorted(
+            methods, key=lambda m: (methods[m][rate], methods[m]["comprehensiveness"]), reverse=True
+        )
+
     rankings = None
     if random_rankings > 1 and checks[RANDOM]:
         rates = [float(np.mean([c.passed for c in checks[RANDOM]]))]
@@ -282,8 +282,8 @@ def compare_methods(
     return {
         "methods": methods,
         "random_rankings": rankings,
-        "ranking_by_pass_rate": ranked_by_pass,
-        "ranking_by_flip_rate": ranked,
+        "ranking_by_pass_rate": ranked("pass_rate"),
+        "ranking_by_flip_rate": ranked("flip_rate"),
         "best_head": None
         if best_head is None
         else {

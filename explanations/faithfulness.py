@@ -93,9 +93,8 @@ def beats_the_mean(comprehensiveness: float, random_comprehensiveness: Sequence[
 
 def passes(*, comprehensiveness: float, random_comprehensiveness: Sequence[float]) -> bool:
     """THE definition of a passed check (see PASS_RULE)."""
-    return beaten_share(comprehensiveness, random_comprehensiveness) <= PASS_SHARE + 1e-12 and beats_the_mean(
-        comprehensiveness, random_comprehensiveness
-    )
+    few_beat_it = beaten_share(comprehensiveness, random_comprehensiveness) <= PASS_SHARE + 1e-12
+    return few_beat_it and beats_the_mean(comprehensiveness, random_comprehensiveness)
 
 
 # --- k and ranking ----------------------------------------------------------------------------
@@ -272,16 +271,13 @@ def verdict(
     on_random = f"random words: {rand:.2f}"
     if passed:
         if flipped:
-            return (
-                f"Removing {named} drops the score {moved}, below the threshold {t:.2f} "
-                f"(random words: {rand:.2f})."
-            )
+            return f"Removing {named} drops the score {moved}, below the threshold {t:.2f} ({on_random})."
         where = (
             f"though it stays at or above the threshold {t:.2f}"
             if without >= t
             else f"the model did not flag this message: its score was already below the threshold {t:.2f}"
         )
-        return f"Removing {named} lowers the score {moved} (random words: {rand:.2f}); {where}."
+        return f"Removing {named} lowers the score {moved} ({on_random}); {where}."
     if every_word:
         return (
             f"The message is too short to test: {named} are all its words, so removing random words "
@@ -293,7 +289,7 @@ def verdict(
     else:
         why = (
             f"{beaten_by_random:.0%} of the random deletions of as many words lower it further "
-            f"(on average random words: {rand:.2f})"
+            f"(on average {on_random})"
         )
     if flipped:
         return (
